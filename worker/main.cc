@@ -5,12 +5,14 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <iostream>
 
 #include "common/cluster/tf_config_parser.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "mirrored/config.h"
+#include "worker/data/fashion_mnist.h"
 #include "worker/eval/evaluator.h"
 #include "worker/train/mirrored_strategy.h"
 #include "worker/train/preemption.h"
@@ -60,10 +62,21 @@ int RunWorker(const WorkerOptions& options) {
   so.heartbeat_interval = Ms(options.heartbeat_interval_sec);
   so.heartbeat_timeout = Ms(options.heartbeat_timeout_sec);
   Preemption::Install();  // SIGTERM: stop at the next agreed step, checkpoint, exit 143
+  // The dataset loads while the job forms (registration, Gloo rendezvous):
+  // the two are independent and each takes a good part of the start-up.
+  auto loading = std::async(std::launch::async, [&options] {
+    return data::FashionMnist::Load(options.data_dir, options.validate);
+  });
   auto strategy = MirroredStrategy::Create(*config, so);
+  auto data = loading.get();
   if (!strategy.ok()) return Fail(task, strategy.status());
+  if (!data.ok()) {
+    // The others must not wait for this task: they exit 3 naming it.
+    (*strategy)->ReportError(data.status());
+    return Fail(task, data.status());
+  }
 
-  auto summary = Train(options, **strategy);
+  auto summary = Train(options, **strategy, *data);
   if (!summary.ok()) {
     // Tell the others at once (they exit 3 instead of waiting); an Aborted
     // error came from a peer and needs no report.

@@ -91,8 +91,9 @@ int main(int argc, char** argv) {
     for (size_t begin = 0; begin < test.size(); begin += 500) {
       int n = int(std::min<size_t>(500, test.size() - begin));
       std::vector<int32_t> labels(static_cast<size_t>(n));
-      for (int i = 0; i < n; ++i) labels[size_t(i)] = test.label(begin + size_t(i));
-      (*m)->Forward(n, test.example(begin), labels.data(), false);
+      std::vector<float> images(size_t(n) * test.example_size());
+      test.Slice(begin, size_t(n), images.data(), labels.data());
+      (*m)->Forward(n, images.data(), labels.data(), false);
       correct += (*m)->CorrectCount();
     }
     std::printf("%s epochs=%d batch=%d seed=%llu test_accuracy=%.4f train_seconds=%.1f\n", model_name.c_str(), epochs,

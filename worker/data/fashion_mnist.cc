@@ -1,12 +1,14 @@
 #include "worker/data/fashion_mnist.h"
 
+#include "worker/data/idx_cache.h"
 #include "worker/data/idx_file.h"
 
 namespace mirrored::data {
 
-StatusOr<Dataset> FashionMnist::LoadSplit(const std::string& images_path, const std::string& labels_path) {
-  MIRRORED_ASSIGN_OR_RETURN(IdxFile images, IdxFile::Read(images_path));
-  MIRRORED_ASSIGN_OR_RETURN(IdxFile labels, IdxFile::Read(labels_path));
+StatusOr<Dataset> FashionMnist::LoadSplit(const std::string& images_path, const std::string& labels_path,
+                                          const IdxCacheOptions& cache) {
+  MIRRORED_ASSIGN_OR_RETURN(IdxFile images, ReadIdxCached(images_path, cache));
+  MIRRORED_ASSIGN_OR_RETURN(IdxFile labels, ReadIdxCached(labels_path, cache));
   if (images.dims().size() != 3) {
     return InvalidArgumentError(images_path + ": expected an image file (3 dimensions, magic 0x00000803), found " +
                                 std::to_string(images.dims().size()) + " dimension(s)");
@@ -34,16 +36,18 @@ StatusOr<Dataset> FashionMnist::LoadSplit(const std::string& images_path, const 
     }
     y[i] = v;
   }
-  std::vector<float> x(images.data().size());
-  for (size_t i = 0; i < x.size(); ++i) x[i] = float(images.data()[i]) * (1.0f / 255.0f);
-  return Dataset(28, 28, 1, std::move(x), std::move(y));
+  // Pixels stay bytes (in the shared cache entry when there is one) and
+  // become floats in [0, 1] per batch.
+  return Dataset(28, 28, 1, images.region(), images.data(), 1.0f / 255.0f, std::move(y));
 }
 
-StatusOr<FashionMnist> FashionMnist::Load(const std::string& dir, bool with_test) {
+StatusOr<FashionMnist> FashionMnist::Load(const std::string& dir, bool with_test, const IdxCacheOptions& cache) {
   FashionMnist ds;
-  MIRRORED_ASSIGN_OR_RETURN(ds.train_, LoadSplit(dir + "/train-images-idx3-ubyte.gz", dir + "/train-labels-idx1-ubyte.gz"));
+  MIRRORED_ASSIGN_OR_RETURN(ds.train_, LoadSplit(dir + "/train-images-idx3-ubyte.gz", dir + "/train-labels-idx1-ubyte.gz",
+                                                 cache));
   if (!with_test) return ds;
-  MIRRORED_ASSIGN_OR_RETURN(ds.test_, LoadSplit(dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz"));
+  MIRRORED_ASSIGN_OR_RETURN(ds.test_, LoadSplit(dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz",
+                                                cache));
   return ds;
 }
 

@@ -11,6 +11,7 @@
 
 #include "common/status.h"
 #include "worker/data/dataset.h"
+#include "worker/data/idx_cache.h"
 
 namespace mirrored::data {
 
@@ -24,11 +25,15 @@ class FashionMnist {
   // problem: missing, truncated, corrupt gzip, wrong magic number, images not
   // 28x28, label out of range, image and label counts that differ.
   // `with_test` false skips the test split (training without validation):
-  // test() is then empty.
-  static StatusOr<FashionMnist> Load(const std::string& dir, bool with_test = true);
+  // test() is then empty. The decompressed files go through the machine's
+  // dataset cache (idx_cache.h; `cache.dir` "" reads the sources only), so
+  // the workers of one machine inflate them once and share one copy.
+  static StatusOr<FashionMnist> Load(const std::string& dir, bool with_test = true,
+                                     const IdxCacheOptions& cache = {.dir = IdxCacheDir()});
 
   // Loads one split from an explicit pair of files.
-  static StatusOr<Dataset> LoadSplit(const std::string& images_path, const std::string& labels_path);
+  static StatusOr<Dataset> LoadSplit(const std::string& images_path, const std::string& labels_path,
+                                     const IdxCacheOptions& cache = {.dir = IdxCacheDir()});
 
   const Dataset& train() const { return train_; }
   const Dataset& test() const { return test_; }

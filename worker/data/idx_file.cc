@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 
 namespace mirrored::data {
 namespace {
@@ -73,8 +72,15 @@ StatusOr<IdxFile> IdxFile::Read(const std::string& path) {
     }
     return NotFoundError(path + ": cannot open (" + std::strerror(err) + ")");
   }
-  std::vector<uint8_t> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return InvalidArgumentError(path + ": read error");
+  std::vector<uint8_t> raw;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (size > 0) {
+    raw.resize(static_cast<size_t>(size));
+    in.read(reinterpret_cast<char*>(raw.data()), size);
+  }
+  if (in.bad() || (size > 0 && in.gcount() != size)) return InvalidArgumentError(path + ": read error");
   if (IsGzip(raw)) {
     MIRRORED_ASSIGN_OR_RETURN(raw, Gunzip(path, raw));
   }
@@ -82,6 +88,11 @@ StatusOr<IdxFile> IdxFile::Read(const std::string& path) {
 }
 
 StatusOr<IdxFile> IdxFile::Parse(const std::string& name, std::vector<uint8_t> bytes) {
+  return Parse(name, ByteRegion::Own(std::move(bytes)));
+}
+
+StatusOr<IdxFile> IdxFile::Parse(const std::string& name, std::shared_ptr<const ByteRegion> region) {
+  const std::span<const uint8_t> bytes = region->bytes();
   if (bytes.size() < 4) {
     return InvalidArgumentError(name + ": too short for an IDX header (" + std::to_string(bytes.size()) +
                                 " bytes)");
@@ -120,8 +131,8 @@ StatusOr<IdxFile> IdxFile::Parse(const std::string& name, std::vector<uint8_t> b
     return InvalidArgumentError(name + ": " + std::to_string(have - count) +
                                 " unexpected bytes after the " + std::to_string(count) + " values");
   }
-  bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(header));
-  file.data_ = std::move(bytes);
+  file.data_ = bytes.subspan(header, count);
+  file.region_ = std::move(region);
   return file;
 }
 

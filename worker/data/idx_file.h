@@ -9,10 +9,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "worker/data/byte_region.h"
 
 namespace mirrored::data {
 
@@ -28,16 +31,22 @@ class IdxFile {
   // Parses an in-memory, already decompressed IDX image; `name` is used in
   // error messages.
   static StatusOr<IdxFile> Parse(const std::string& name, std::vector<uint8_t> bytes);
+  // The same over a shared region (e.g. a mapped cache file); the payload is
+  // a view into it, which the IdxFile keeps alive.
+  static StatusOr<IdxFile> Parse(const std::string& name, std::shared_ptr<const ByteRegion> bytes);
 
   const std::string& path() const { return path_; }
   const std::vector<uint32_t>& dims() const { return dims_; }
   // The payload, row-major, `product(dims)` bytes.
-  const std::vector<uint8_t>& data() const { return data_; }
+  std::span<const uint8_t> data() const { return data_; }
+  // What data() points into.
+  const std::shared_ptr<const ByteRegion>& region() const { return region_; }
 
  private:
   std::string path_;
   std::vector<uint32_t> dims_;
-  std::vector<uint8_t> data_;
+  std::shared_ptr<const ByteRegion> region_;
+  std::span<const uint8_t> data_;
 };
 
 }  // namespace mirrored::data

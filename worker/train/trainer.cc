@@ -201,6 +201,11 @@ Status BroadcastStart(const std::optional<LoadedCheckpoint>& resume, uint64_t gl
 
 StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy) {
   MIRRORED_ASSIGN_OR_RETURN(data::FashionMnist data, data::FashionMnist::Load(options.data_dir, options.validate));
+  return Train(options, strategy, data);
+}
+
+StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy,
+                             const data::FashionMnist& data) {
   const int world = strategy.num_replicas_in_sync();
   const uint64_t global_batch = static_cast<uint64_t>(options.batch_per_replica) * static_cast<uint64_t>(world);
   data::BatchSampler sampler(data.train().size(), global_batch, options.seed, /*drop_remainder=*/true);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "worker/data/fashion_mnist.h"
 #include "worker/train/mirrored_strategy.h"
 #include "worker/worker_options.h"
 
@@ -32,10 +33,15 @@ struct TrainSummary {
   double samples_per_sec = 0;
   std::vector<float> params;    // this task's first replica's final parameters (host copy)
   uint32_t weights_fingerprint = 0;  // 24-bit hash of those parameters' bits
-  bool replicas_identical = true;
-  bool preempted = false;       // stopped early on SIGTERM (checkpointed when there is a run directory)  // every replica's weights hash equal at the end
+  bool replicas_identical = true;  // every replica's weights hash equal at the end
+  bool preempted = false;       // stopped early on SIGTERM (checkpointed when there is a run directory)
 };
 
+// Trains on `data` (options.data_dir loaded by the caller, e.g. while the
+// strategy was forming, with the test split when options.validate).
+StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy,
+                             const data::FashionMnist& data);
+// Loads options.data_dir, then trains.
 StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy);
 
 }  // namespace mirrored
