@@ -11,7 +11,8 @@ after its first optimizer step (mirrored's chief with --log-every 1 prints
 `step 1/N`; ddp_first_step.py prints `first step done`), and the clock stops
 when this program reads that line from the launcher's pipe. The clock starts
 just before the launcher is spawned. Each cell is the median of --repeats
-runs, the two launchers interleaved so that both see the same machine load.
+runs, the launchers interleaved so that all see the same machine load. mirrored
+runs with a new (empty) dataset cache and with a warm one (see measure()).
 Then a breakdown of where the median run's time went, from the moment each
 marker line was read (mirrored) or from rank 0's own timestamps (PyTorch).
 """
@@ -127,21 +128,30 @@ def main():
 
 
 def measure(a, launcher, env, tmp):
+    """mirrored runs twice per repeat: with a new, empty dataset cache (the
+    first job on a machine, which inflates Fashion-MNIST once for all its
+    workers) and with the cache a previous job left (every later job)."""
+    warm_env = dict(env, MIRRORED_DATA_CACHE=os.path.join(tmp, "cache-warm"))
+
+    def mirrored(n, run_dir, run_env):
+        return run_once([launcher, "local", "--workers", str(n), "--cpu-replicas", "1", "--run-dir", run_dir, "--",
+                         "--model", a.model, "--max-steps", str(a.steps), "--log-every", "1", "--no-validate"],
+                        run_env, tmp, MIRRORED_MARKERS[-1][1], MIRRORED_MARKERS)
+
+    mirrored(1, os.path.join(tmp, "warm-up"), warm_env)  # fills the warm cache; not timed
     results = {}
     for n in a.workers:
-        cell = {"mirrored": [], "torch": []}
+        cell = {"cold": [], "warm": [], "torch": []}
         for r in range(a.repeats):
-            run_dir = os.path.join(tmp, "m%d-%d" % (n, r))
-            m = run_once([launcher, "local", "--workers", str(n), "--cpu-replicas", "1", "--run-dir", run_dir, "--",
-                          "--model", a.model, "--max-steps", str(a.steps), "--log-every", "1", "--no-validate"],
-                         env, tmp, MIRRORED_MARKERS[-1][1], MIRRORED_MARKERS)
-            cell["mirrored"].append(m)
+            cold_env = dict(env, MIRRORED_DATA_CACHE=os.path.join(tmp, "cache-cold-%d-%d" % (n, r)))
+            cell["cold"].append(mirrored(n, os.path.join(tmp, "c%d-%d" % (n, r)), cold_env))
             t = run_once(["/usr/bin/python3", SHIM, "--nproc_per_node", str(n), "--master_port", str(free_port()),
                           DDP, "--model", a.model, "--steps", str(a.steps), "--threads", "1"],
                          env, tmp, re.compile(r"^first step done$"))
             cell["torch"].append(t)
-            print("# workers %d run %d: mirrored %.3f s, torchrun %.3f s" % (n, r + 1, m[0], t[0]), file=sys.stderr,
-                  flush=True)
+            cell["warm"].append(mirrored(n, os.path.join(tmp, "w%d-%d" % (n, r)), warm_env))
+            print("# workers %d run %d: mirrored %.3f s (new cache) %.3f s (warm cache), torchrun %.3f s" % (
+                n, r + 1, cell["cold"][-1][0], cell["warm"][-1][0], t[0]), file=sys.stderr, flush=True)
         results[n] = cell
     return results
 
@@ -150,20 +160,26 @@ def report(a, results):
     print("# time from invoking the launcher to the first completed training step, seconds (median of %d)" % a.repeats)
     print("# model %s, 1 CPU replica / thread per worker, %d cores, %s, %s" % (
         a.model, os.cpu_count(), time.strftime("%Y-%m-%d"), os.uname().machine))
-    print("%-8s %12s %12s %8s" % ("workers", "mirrored s", "torchrun s", "ratio"))
+    print("# mirrored new cache: the first job on the machine (inflates the dataset once for its workers);")
+    print("# mirrored warm cache: any later job. ratio = torchrun / mirrored")
+    print("%-8s %16s %17s %12s %12s %12s" % ("workers", "mirrored new s", "mirrored warm s", "torchrun s",
+                                             "ratio new", "ratio warm"))
     for n, cell in results.items():
-        ms = statistics.median(x[0] for x in cell["mirrored"])
+        cs = statistics.median(x[0] for x in cell["cold"])
+        ws = statistics.median(x[0] for x in cell["warm"])
         ts = statistics.median(x[0] for x in cell["torch"])
-        print("%-8d %12.3f %12.3f %7.1fx" % (n, ms, ts, ts / ms))
+        print("%-8d %16.3f %17.3f %12.3f %11.1fx %11.1fx" % (n, cs, ws, ts, ts / cs, ts / ws))
 
     print("\n# where the time goes, median run of each cell: seconds from the launcher's start until ...")
-    print("# mirrored (when the marker line was read from the launcher's pipe)")
     names = [name for name, _ in MIRRORED_MARKERS]
-    print("%-8s" % "workers" + "".join(" %24s" % x for x in names))
-    for n, cell in results.items():
-        runs = sorted(cell["mirrored"], key=lambda x: x[0])
-        _, seen, _, _ = runs[len(runs) // 2]
-        print("%-8d" % n + "".join(" %24s" % ("%.3f" % seen[x] if x in seen else "-") for x in names))
+    for kind in ("cold", "warm"):
+        print("# mirrored, %s cache (when the marker line was read from the launcher's pipe)" % (
+            "new" if kind == "cold" else "warm"))
+        print("%-8s" % "workers" + "".join(" %24s" % x for x in names))
+        for n, cell in results.items():
+            runs = sorted(cell[kind], key=lambda x: x[0])
+            _, seen, _, _ = runs[len(runs) // 2]
+            print("%-8d" % n + "".join(" %24s" % ("%.3f" % seen[x] if x in seen else "-") for x in names))
     print("# torchrun + DDP (rank 0's own clock)")
     print("%-8s" % "workers" + "".join(" %20s" % x for x in TORCH_PHASES))
     for n, cell in results.items():
