@@ -21,9 +21,12 @@ bool HasKey(const std::string& entry, std::string_view key) {
          entry[key.size()] == '=';
 }
 
+// What the launcher sets for each task (replacing any inherited value);
+// everything else, the user's own MIRRORED_* settings included
+// (MIRRORED_LOG_LEVEL, MIRRORED_DATA_CACHE, ...), passes through.
 bool IsLauncherSetKey(const std::string& entry) {
   return HasKey(entry, "TF_CONFIG") || HasKey(entry, "CUDA_VISIBLE_DEVICES") ||
-         entry.rfind("MIRRORED_", 0) == 0;
+         HasKey(entry, "MIRRORED_JOB_TOKEN") || HasKey(entry, "MIRRORED_GENERATION");
 }
 
 std::string Join(const std::vector<std::string>& parts, const char* sep) {
@@ -151,7 +154,7 @@ std::vector<TaskLaunch> LocalJobPlan::Tasks(int generation,
                                             const std::vector<std::string>& base_env) const {
   std::vector<std::string> inherited;
   for (const auto& e : base_env)
-    if (!IsLauncherSetKey(e) || HasKey(e, "MIRRORED_LOG_LEVEL")) inherited.push_back(e);
+    if (!IsLauncherSetKey(e)) inherited.push_back(e);
 
   nlohmann::json cluster = {{"worker", addresses_}};
   auto make = [&](const std::string& type, int index, const std::vector<std::string>* gpus) {

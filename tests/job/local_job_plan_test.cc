@@ -29,7 +29,8 @@ TEST(LocalJobPlanTest, EveryTaskGetsItsTfConfigTokenAndArguments) {
   o.cpu_replicas = 2;
   auto plan = PlanLocalJob(o);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  auto tasks = plan->Tasks(3, {"PATH=/bin", "TF_CONFIG=stale", "MIRRORED_JOB_TOKEN=old", "HOME=/h"});
+  auto tasks = plan->Tasks(3, {"PATH=/bin", "TF_CONFIG=stale", "MIRRORED_JOB_TOKEN=old", "HOME=/h",
+                               "MIRRORED_GENERATION=9", "MIRRORED_DATA_CACHE=/c"});
   ASSERT_EQ(tasks.size(), 3u);
   EXPECT_EQ(tasks[0].name, "worker:0");
   EXPECT_EQ(tasks[1].name, "worker:1");
@@ -46,6 +47,7 @@ TEST(LocalJobPlanTest, EveryTaskGetsItsTfConfigTokenAndArguments) {
     EXPECT_EQ(EnvValue(t, "MIRRORED_JOB_TOKEN"), plan->job_token());
     EXPECT_EQ(EnvValue(t, "MIRRORED_GENERATION"), "3");
     EXPECT_EQ(EnvValue(t, "PATH"), "/bin");
+    EXPECT_EQ(EnvValue(t, "MIRRORED_DATA_CACHE"), "/c");  // the user's own settings pass through
     EXPECT_EQ(EnvValue(t, "CUDA_VISIBLE_DEVICES"), "");
     EXPECT_EQ(t.argv, (std::vector<std::string>{"/bin/true", "--model", "mlp", "--run-dir",
                                                 "/tmp/run", "--cpu-replicas", "2"}));
@@ -53,6 +55,9 @@ TEST(LocalJobPlanTest, EveryTaskGetsItsTfConfigTokenAndArguments) {
     // Exactly one TF_CONFIG: the stale one is gone.
     EXPECT_EQ(std::count_if(t.env.begin(), t.env.end(),
                             [](const std::string& e) { return e.rfind("TF_CONFIG=", 0) == 0; }),
+              1);
+    EXPECT_EQ(std::count_if(t.env.begin(), t.env.end(),
+                            [](const std::string& e) { return e.rfind("MIRRORED_GENERATION=", 0) == 0; }),
               1);
   }
   EXPECT_EQ(plan->job_token().size(), 32u);
