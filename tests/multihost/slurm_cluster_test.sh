@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317,SC2086  # functions run from traps; pid lists split on purpose
-# Real Slurm test of `mirrored-launch cluster --from-slurm`: a throwaway
-# one-node Slurm (munged, slurmctld, slurmd) configured on localhost under a
-# temporary directory, then
-#   srun -n 2 mirrored-launch cluster --from-slurm -- --model mlp ...
-# must train to completion with both tasks exiting 0 and printing the same
-# weights fingerprint.
+# Real Slurm tests of the Slurm path: a throwaway one-node Slurm (munged,
+# slurmctld, slurmd) configured on localhost under a temporary directory, then
+#   srun    srun -n 2 mirrored-launch cluster --from-slurm -- --model mlp ...
+#           must train to completion with both tasks exiting 0 and printing
+#           the same weights fingerprint.
+#   sbatch  the real deploy/slurm/train.sbatch, submitted with sbatch and
+#           only what one node without GPUs needs overridden on its command
+#           line and in its environment (slurm_sbatch_jobs.sh):
+#           a job that must end COMPLETED with a final checkpoint; a job
+#           requeued mid-training (`scontrol requeue`, what preemption with
+#           PreemptMode=REQUEUE does) that must come back under the same job
+#           id, resume from the checkpoint its first run wrote on SIGTERM and
+#           end with the first job's weights; a job under a 3-minute limit
+#           that the script's --signal=TERM@120 must stop with a checkpoint.
 #
-#   slurm_cluster_test.sh BIN_DIR          # MIRRORED_SLURM_NO_INSTALL=1: never call apt-get
+#   slurm_cluster_test.sh BIN_DIR [srun|sbatch]   # MIRRORED_SLURM_NO_INSTALL=1: never call apt-get
 #
 # Exit status: 0 pass, 1 fail, 77 skipped (not root, packages missing and
 # not installable, or the daemons cannot run here; the reason is printed).
@@ -18,10 +26,13 @@
 # stopped on exit, whatever happened; a later run reaps what a killed run left.
 set -u -o pipefail
 
-BIN_DIR=${1:?usage: slurm_cluster_test.sh BIN_DIR}
+BIN_DIR=${1:?usage: slurm_cluster_test.sh BIN_DIR [srun|sbatch]}
+MODE=${2:-srun}
 LAUNCH="$BIN_DIR/mirrored-launch"
 WORKER="$BIN_DIR/mirrored-worker"
-readonly STEPS=200
+TEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)  # (absolute: the script later works in its work directory)
+SBATCH_SCRIPT="$(cd "$TEST_DIR/../.." && pwd)/deploy/slurm/train.sbatch"
+readonly STEPS=200  # the srun mode (the sbatch mode's own figures are in slurm_sbatch_jobs.sh)
 # Bounded waits (seconds).
 readonly MUNGE_DEADLINE=10
 readonly NODE_IDLE_DEADLINE=30
@@ -37,7 +48,7 @@ log() { echo "slurm_cluster_test: $*"; }
 dump_logs() {
   local f
   [[ -n $WORK ]] || return 0
-  for f in "$WORK"/srun.out "$WORK"/munged.log "$WORK"/slurmctld.log "$WORK"/slurmd.log; do
+  for f in "$WORK"/srun.out "$WORK"/*.job.out "$WORK"/munged.log "$WORK"/slurmctld.log "$WORK"/slurmd.log; do
     [[ -f $f ]] || continue
     echo "----- last lines of $f"
     tail -n 20 "$f"
@@ -141,10 +152,13 @@ trap 'log "interrupted (SIGINT/SIGTERM): tearing down"; exit 1' INT TERM
 # --- preconditions ------------------------------------------------------------
 [[ -x $LAUNCH ]] || fail "$LAUNCH is missing or not executable (build the mirrored-launch target)"
 [[ -x $WORKER ]] || fail "$WORKER is missing or not executable (build the mirrored-worker target)"
+[[ $MODE == srun || $MODE == sbatch ]] || fail "unknown mode '$MODE' (srun or sbatch)"
+[[ $MODE == srun || -f $SBATCH_SCRIPT ]] || fail "$SBATCH_SCRIPT is missing"
 ((EUID == 0)) || skip "needs root to run slurmctld/slurmd/munged (SlurmUser=root); running as uid $EUID"
 reap_stale_runs
 need_install=0
-for c in munged slurmctld slurmd srun sinfo scancel; do command -v "$c" >/dev/null || need_install=1; done
+SLURM_COMMANDS=(munged slurmctld slurmd srun sinfo scancel sbatch scontrol)
+for c in "${SLURM_COMMANDS[@]}"; do command -v "$c" >/dev/null || need_install=1; done
 if ((need_install)); then
   [[ ${MIRRORED_SLURM_NO_INSTALL:-0} == 1 ]] && skip "Slurm/munge are not installed and MIRRORED_SLURM_NO_INSTALL=1"
   command -v apt-get >/dev/null || skip "Slurm/munge are not installed and there is no apt-get"
@@ -152,7 +166,7 @@ if ((need_install)); then
   DEBIAN_FRONTEND=noninteractive timeout 120 apt-get install -y --no-install-recommends \
     slurmctld slurmd slurm-client munge >/dev/null 2>&1 ||
     skip "apt-get install slurmctld slurmd slurm-client munge failed (no package index or network?)"
-  for c in munged slurmctld slurmd srun sinfo scancel; do
+  for c in "${SLURM_COMMANDS[@]}"; do
     command -v "$c" >/dev/null || skip "'$c' is still missing after apt-get install"
   done
 fi
@@ -199,6 +213,28 @@ free_port_pair() {
 CTLD_PORT=$(free_port_pair $((20000 + ($$ % 5000) * 2)))
 SLURMD_PORT=$((CTLD_PORT + 1))
 WORKER_PORT_BASE=$(free_port_pair $((32000 + ($$ % 5000) * 2)))
+# The sbatch mode's node looks to train.sbatch like a GPU node of a real
+# cluster:
+# - it offers one `gpu` GRES, so the script's `#SBATCH --gres=gpu:1` is
+#   allocated as written. gres.conf names a stand-in device file (a
+#   character device with /dev/null's numbers; Slurm drops a gpu GRES with
+#   no file): Slurm allocates it, the worker finds no CUDA device there and
+#   trains on CPU replicas;
+# - tasks are bound to cores by default (task/affinity, CpuBind=cores, as
+#   many sites do), so a step that gets fewer CPUs than its job shows;
+# - KillWait is Slurm's default, the 30 s between a stop's SIGTERM and its
+#   SIGKILL;
+# - the job credential lives 10 s instead of 120: a requeued job waits that
+#   long before it may start again.
+TASK_PLUGIN=task/none CPU_BIND="" GRES_TYPES="" NODE_GRES="" KILL_WAIT=5 CRED_EXPIRE=""
+if [[ $MODE == sbatch ]]; then
+  TASK_PLUGIN=task/affinity CPU_BIND="CpuBind=cores" GRES_TYPES="GresTypes=gpu" NODE_GRES="Gres=gpu:1" KILL_WAIT=30
+  CRED_EXPIRE=",cred_expire=10"
+  mkdir -p "$WORK/dev" || fail "cannot create $WORK/dev"
+  # (Without mknod a plain file does too; slurmd then logs that it is no device.)
+  mknod "$WORK/dev/nvidia0" c 1 3 2>/dev/null || : >"$WORK/dev/nvidia0" || fail "cannot create $WORK/dev/nvidia0"
+  printf 'AutoDetect=off\nNodeName=%s Name=gpu File=%s\n' "$NODE" "$WORK/dev/nvidia0" >"$WORK/gres.conf"
+fi
 cat >"$SLURM_CONF" <<EOF
 ClusterName=mirroredtest
 SlurmctldHost=$NODE(127.0.0.1)
@@ -208,7 +244,7 @@ SlurmctldPort=$CTLD_PORT
 SlurmdPort=$SLURMD_PORT
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$MUNGE_SOCKET
+AuthInfo=socket=$MUNGE_SOCKET$CRED_EXPIRE
 StateSaveLocation=$WORK/ctld
 SlurmdSpoolDir=$WORK/spool
 SlurmctldPidFile=$WORK/slurmctld.pid
@@ -218,7 +254,7 @@ SlurmdLogFile=$WORK/slurmd.log
 SlurmctldDebug=info
 SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=$TASK_PLUGIN
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 MpiDefault=none
@@ -228,10 +264,11 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 ReturnToService=2
 SlurmdParameters=config_overrides
-KillWait=5
+KillWait=$KILL_WAIT
 InactiveLimit=0
-NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS State=UNKNOWN
-PartitionName=mirrored Nodes=$NODE Default=YES MaxTime=10 State=UP
+$GRES_TYPES
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS $NODE_GRES State=UNKNOWN
+PartitionName=mirrored Nodes=$NODE Default=YES MaxTime=10 State=UP $CPU_BIND
 EOF
 
 # --- daemons ------------------------------------------------------------------
@@ -248,37 +285,48 @@ until [[ $state == idle* ]]; do
   sleep 0.2
   state=$(timeout 5 sinfo -h -N -n "$NODE" -o %T 2>/dev/null | head -n 1)
 done
-log "Slurm is up: node $NODE idle (slurmctld :$CTLD_PORT, slurmd :$SLURMD_PORT, $CPUS CPUs)"
+log "Slurm is up: node $NODE idle (slurmctld :$CTLD_PORT, slurmd :$SLURMD_PORT, $CPUS CPUs${NODE_GRES:+, $NODE_GRES})"
+export OMP_NUM_THREADS=1
+cd "$WORK" || fail "cannot enter $WORK"
 
-# --- the job step ---------------------------------------------------------------
+# --- the srun mode: one job step ------------------------------------------------
 # Two tasks on the one node: --from-slurm gives them worker:0 and worker:1 at
 # $NODE:$WORKER_PORT_BASE and $NODE:$((WORKER_PORT_BASE + 1)) (port base plus
 # the local task offset).
-export MIRRORED_JOB_TOKEN="slurm-$TAG"
-export OMP_NUM_THREADS=1
-cd "$WORK" || fail "cannot enter $WORK"
-timeout "$SRUN_DEADLINE" srun -n 2 -N 1 --overcommit --kill-on-bad-exit=1 --time=5 --job-name=mirrored-test \
-  "$LAUNCH" cluster --from-slurm --slurm-port-base "$WORKER_PORT_BASE" --run-dir "$WORK/run" --grace-period 2 -- \
-  --model mlp --max-steps "$STEPS" --batch-per-replica 16 --log-every 50 --no-validate --cpu-replicas 1 \
-  --heartbeat-interval 0.2 --heartbeat-timeout 1 --registration-timeout 60 >"$WORK/srun.out" 2>&1 &
-wait $!   # (in the background so that SIGINT/SIGTERM reach the teardown at once)
-rc=$?
-((rc == 124)) && fail "srun did not finish within ${SRUN_DEADLINE}s"
-((rc == 0)) || fail "srun exited $rc, expected 0"
+run_srun_mode() {
+  local rc line fp t fps=()
+  export MIRRORED_JOB_TOKEN="slurm-$TAG"
+  timeout "$SRUN_DEADLINE" srun -n 2 -N 1 --overcommit --kill-on-bad-exit=1 --time=5 --job-name=mirrored-test \
+    "$LAUNCH" cluster --from-slurm --slurm-port-base "$WORKER_PORT_BASE" --run-dir "$WORK/run" --grace-period 2 -- \
+    --model mlp --max-steps "$STEPS" --batch-per-replica 16 --log-every 50 --no-validate --cpu-replicas 1 \
+    --heartbeat-interval 0.2 --heartbeat-timeout 1 --registration-timeout 60 >"$WORK/srun.out" 2>&1 &
+  wait $!   # (in the background so that SIGINT/SIGTERM reach the teardown at once)
+  rc=$?
+  ((rc == 124)) && fail "srun did not finish within ${SRUN_DEADLINE}s"
+  ((rc == 0)) || fail "srun exited $rc, expected 0"
 
-# The cluster came from Slurm: the chief (SLURM_PROCID 0) served the job at
-# the port base on the step's node.
-grep -q "coordination service listening on .*:$WORKER_PORT_BASE\$" "$WORK/srun.out" ||
-  fail "worker:0 did not report its coordination service on port $WORKER_PORT_BASE (--slurm-port-base)"
-fps=()
-for t in 0 1; do
-  line=$(grep -m1 "^\[worker:$t\] done: $STEPS steps;" "$WORK/srun.out") ||
-    fail "task worker:$t did not print 'done: $STEPS steps'"
-  fp=$(sed -n 's/.*weights fingerprint \([0-9a-f]*\).*/\1/p' <<<"$line")
-  [[ -n $fp ]] || fail "task worker:$t printed no weights fingerprint: $line"
-  fps+=("$fp")
-  log "worker:$t: $line"
-done
-[[ ${fps[0]} == "${fps[1]}" ]] || fail "the tasks finished with different weights: worker:0 ${fps[0]}, worker:1 ${fps[1]}"
-log "PASS: srun -n 2 trained $STEPS steps on node $NODE, both tasks exit 0 with weights fingerprint ${fps[0]}"
+  # The cluster came from Slurm: the chief (SLURM_PROCID 0) served the job at
+  # the port base on the step's node.
+  grep -q "coordination service listening on .*:$WORKER_PORT_BASE\$" "$WORK/srun.out" ||
+    fail "worker:0 did not report its coordination service on port $WORKER_PORT_BASE (--slurm-port-base)"
+  for t in 0 1; do
+    line=$(grep -m1 "^\[worker:$t\] done: $STEPS steps;" "$WORK/srun.out") ||
+      fail "task worker:$t did not print 'done: $STEPS steps'"
+    fp=$(sed -n 's/.*weights fingerprint \([0-9a-f]*\).*/\1/p' <<<"$line")
+    [[ -n $fp ]] || fail "task worker:$t printed no weights fingerprint: $line"
+    fps+=("$fp")
+    log "worker:$t: $line"
+  done
+  [[ ${fps[0]} == "${fps[1]}" ]] || fail "the tasks finished with different weights: worker:0 ${fps[0]}, worker:1 ${fps[1]}"
+  log "PASS: srun -n 2 trained $STEPS steps on node $NODE, both tasks exit 0 with weights fingerprint ${fps[0]}"
+}
+
+case $MODE in
+  srun) run_srun_mode ;;
+  sbatch)
+    # shellcheck source-path=SCRIPTDIR source=slurm_sbatch_jobs.sh
+    source "$TEST_DIR/slurm_sbatch_jobs.sh" || fail "cannot read $TEST_DIR/slurm_sbatch_jobs.sh"
+    run_sbatch_mode
+    ;;
+esac
 exit 0
