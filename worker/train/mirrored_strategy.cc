@@ -100,9 +100,9 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
   s->task_name_ = config.task.ToString();
   // Decided before joining: a task that cannot run its replicas fails now
   // (exit 2) and the launcher stops the others.
-  MIRRORED_ASSIGN_OR_RETURN(
-      s->devices_, ResolveReplicaDevices(options.device, options.cpu_replicas,
-                                         options.device == DeviceKind::kCpu ? GpuProbe{} : ProbeGpus()));
+  GpuProbe probe;  // a CPU-only task never initialises the CUDA runtime
+  if (options.device != DeviceKind::kCpu) probe = options.gpu_probe ? options.gpu_probe() : ProbeGpus();
+  MIRRORED_ASSIGN_OR_RETURN(s->devices_, ResolveReplicaDevices(options.device, options.cpu_replicas, probe));
   if (options.device == DeviceKind::kAuto && s->devices_.gpu && options.cpu_replicas != 1) {
     MIRRORED_LOG(WARNING) << "--cpu-replicas " << options.cpu_replicas << " ignored: " << s->devices_.Describe()
                           << " (--device auto found GPUs; pass --device cpu for CPU replicas)";
@@ -208,6 +208,10 @@ Status MirroredStrategy::CheckSameDeviceKind(const std::vector<std::string>& tas
     kinds += (kinds.empty() ? "" : ", ") + t + " " + kind;
   }
   if (same) return OkStatus();
+  // Everyone has read every kind before anyone leaves: the chief's exit
+  // takes the service down, and a task still reading would report "service
+  // lost" instead of the cause.
+  MIRRORED_RETURN_IF_ERROR(agent_->Barrier("mirrored/replica_device_checked", options_.registration_timeout.count()));
   return InvalidArgumentError("tasks disagree on the replica device (" + kinds +
                               "): every task of a job must run GPU replicas, or every task CPU replicas; check "
                               "--device and each host's GPUs (CUDA_VISIBLE_DEVICES)");

@@ -60,6 +60,9 @@ struct StrategyOptions {
   // --device (default auto).
   DeviceKind device = DeviceKind::kCpu;
   int cpu_replicas = 1;
+  // What the CUDA runtime says about the GPUs (a seam for tests); empty:
+  // ProbeGpus(). Not consulted for kCpu.
+  std::function<GpuProbe()> gpu_probe;
   std::string job_token;  // MIRRORED_JOB_TOKEN
   std::chrono::milliseconds collective_timeout{300000};
   std::chrono::milliseconds registration_timeout{300000};
