@@ -7,7 +7,8 @@
 //   float* grads = ...;                             // DEVICE memory on comm.device()
 //   MIRRORED_RETURN_IF_ERROR(comm.AllReduce(grads, n, ReduceOp::kAvg));
 //
-// Buffers are device pointers on device(), not host memory. Ordering with the
+// Buffers are device pointers on device(), not host memory (AllReduceHost /
+// BroadcastHost stage host values through a private device buffer). Ordering with the
 // caller's own kernels: the data must be ready when an operation is called
 // (e.g. the caller synchronised its compute stream, or recorded an event that
 // it made stream() wait for), and it is complete on return (the call waits for
@@ -62,7 +63,7 @@ class NcclCommunicator : public Communicator {
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
 
-  // All three set the calling thread's current device to device().
+  // Every operation sets the calling thread's current device to device().
   // `data` is device memory of `count` floats (see the header comment).
   Status AllReduce(float* data, size_t count, ReduceOp op) override;
   Status Broadcast(float* data, size_t count, int root) override;
