@@ -50,11 +50,10 @@ int RunWorker(const WorkerOptions& options) {
     }
     return kExitSuccess;
   }
-  if (options.device == "gpu") {
-    return Fail(task, FailedPreconditionError(
-                          "--device gpu: GPU replicas (NCCL communicators) are not built yet; use --device cpu"));
-  }
   StrategyOptions so;
+  auto device = ParseDeviceKind(options.device);
+  if (!device.ok()) return Fail(task, device.status());
+  so.device = *device;  // auto: every visible GPU, else --cpu-replicas CPU replicas
   so.cpu_replicas = options.cpu_replicas;
   if (const char* token = std::getenv("MIRRORED_JOB_TOKEN")) so.job_token = token;
   so.collective_timeout = Ms(options.collective_timeout_sec);

@@ -113,6 +113,15 @@ TEST(NcclReplicaGroup, OneRankRoundTripOnDeviceMemory) {
 
   Status bad_root = comm.Broadcast(buf.get(), kN, 1);
   EXPECT_EQ(bad_root.code(), StatusCode::kInvalidArgument) << bad_root;
+
+  // Host memory through the staging buffer, growing it past its first size.
+  for (size_t n : {size_t{3}, size_t{5000}}) {
+    std::vector<float> host = Pattern(n, 0.5f);
+    ASSERT_TRUE(comm.AllReduceHost(host.data(), n, ReduceOp::kSum).ok());
+    EXPECT_EQ(host, Pattern(n, 0.5f));
+    ASSERT_TRUE(comm.BroadcastHost(host.data(), n, 0).ok());
+    EXPECT_EQ(host, Pattern(n, 0.5f));
+  }
 }
 
 TEST(NcclReplicaGroup, AbortFailsLaterOperationsWithTheReason) {
@@ -199,11 +208,19 @@ TEST(NcclTwoProcessChild, Run) {
   EXPECT_EQ(buf.Get(), Pattern(kN, 20.0f));
   ASSERT_TRUE(comm.Barrier().ok());  // #5
 
+  // Host memory, staged through the communicator's device buffer.
+  std::vector<float> host = Pattern(9, mine);
+  ASSERT_TRUE(comm.AllReduceHost(host.data(), host.size(), ReduceOp::kSum).ok());  // #6
+  EXPECT_EQ(host, Pattern(9, 3.0f));
+  host = Pattern(9, 5.0f * mine);
+  ASSERT_TRUE(comm.BroadcastHost(host.data(), host.size(), 0).ok());  // #7
+  EXPECT_EQ(host, Pattern(9, 5.0f));
+
   if (rank == 0) {
     // Rank 1 never joins this one: the bounded wait must turn it into an error.
     Status s = comm.AllReduce(buf.get(), kN, ReduceOp::kSum);
     EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s;
-    EXPECT_NE(s.message().find("all-reduce #6 (sum, 1048576 floats) on rank 0 of 2 (GPU 0) failed after"),
+    EXPECT_NE(s.message().find("all-reduce #8 (sum, 1048576 floats) on rank 0 of 2 (GPU 0) failed after"),
               std::string::npos) << s;
     EXPECT_NE(s.message().find("3000 ms collective timeout"), std::string::npos) << s;
     EXPECT_EQ(comm.Barrier().code(), StatusCode::kAborted);  // the timeout aborted the group

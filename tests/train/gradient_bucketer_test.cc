@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <mutex>
+#include <string>
 #include <thread>
 
 #include "worker/comm/cpu_replica_group.h"
@@ -70,6 +72,126 @@ TEST(GradientBucketerTest, MissingReadyIsReportedNotHung) {
   Status s = b.Finish();
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
   EXPECT_NE(s.message().find("still waits for 1 tensor(s)"), std::string::npos) << s;
+}
+
+// What a GPU replica's fence and communicator see, in order, from which thread.
+class Recorder {
+ public:
+  void Log(std::string what) {
+    std::lock_guard<std::mutex> lock(mu_);
+    log_.push_back({std::move(what), std::this_thread::get_id()});
+  }
+  // Index of the first entry `what`, or -1.
+  int Find(const std::string& what) const {
+    for (size_t i = 0; i < log_.size(); ++i)
+      if (log_[i].first == what) return static_cast<int>(i);
+    return -1;
+  }
+  std::thread::id ThreadOf(const std::string& what) const { return log_.at(static_cast<size_t>(Find(what))).second; }
+  std::string Dump() const {
+    std::string out;
+    for (const auto& e : log_) out += e.first + "; ";
+    return out;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::pair<std::string, std::thread::id>> log_;
+};
+
+class RecordingFence : public GradientFence {
+ public:
+  RecordingFence(Recorder* r, int fail_mark = -1, int fail_wait = -1)
+      : r_(r), fail_mark_(fail_mark), fail_wait_(fail_wait) {}
+  Status Mark(size_t b) override {
+    r_->Log("mark " + std::to_string(b));
+    if (static_cast<int>(b) == fail_mark_) return InternalError("cudaEventRecord failed (test)");
+    return OkStatus();
+  }
+  Status Wait(size_t b) override {
+    r_->Log("wait " + std::to_string(b));
+    if (static_cast<int>(b) == fail_wait_) return InternalError("cudaStreamWaitEvent failed (test)");
+    return OkStatus();
+  }
+
+ private:
+  Recorder* r_;
+  int fail_mark_, fail_wait_;
+};
+
+class RecordingCommunicator : public Communicator {
+ public:
+  RecordingCommunicator(Recorder* r, const float* base) : r_(r), base_(base) {}
+  int rank() const override { return 0; }
+  int world_size() const override { return 1; }
+  Status AllReduce(float* data, size_t count, ReduceOp) override {
+    r_->Log("reduce " + std::to_string(data - base_) + "+" + std::to_string(count));
+    return OkStatus();
+  }
+  Status Broadcast(float*, size_t, int) override { return OkStatus(); }
+  Status Barrier() override { return OkStatus(); }
+  void Abort(const Status&) override {}
+
+ private:
+  Recorder* r_;
+  const float* base_;
+};
+
+// With 64-byte budgets the plan is {3} [48, 64), {2, 1} [16, 48), {0} [0, 16):
+// bucket 1 closes only when its second tensor is reported.
+const std::vector<BucketSpan> kFenceSpans = {{0, 16}, {16, 16}, {32, 8}, {48, 16}};
+
+TEST(GradientBucketerTest, FenceMarksOnTheBackwardThreadThenWaitsBeforeEachAllReduce) {
+  Recorder rec;
+  std::vector<float> g(64);
+  RecordingCommunicator comm(&rec, g.data());
+  RecordingFence fence(&rec);
+  GradientBucketer b(kFenceSpans, g.data(), &comm, {.bucket_bytes = 64, .first_bucket_bytes = 64, .fence = &fence});
+  const auto& plan = b.buckets();
+  ASSERT_EQ(plan.size(), 3u);
+  ASSERT_EQ(plan[1].tensors, (std::vector<int>{2, 1}));
+  b.BeginStep();
+  for (int t = 3; t >= 0; --t) {
+    rec.Log("ready " + std::to_string(t));
+    b.Ready(t);
+  }
+  ASSERT_TRUE(b.Finish().ok());
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const std::string bucket = std::to_string(i);
+    const int last_ready = rec.Find("ready " + std::to_string(plan[i].tensors.back()));
+    const int mark = rec.Find("mark " + bucket), wait = rec.Find("wait " + bucket);
+    const int reduce = rec.Find("reduce " + std::to_string(plan[i].begin) + "+" +
+                                std::to_string(plan[i].end - plan[i].begin));
+    ASSERT_GE(mark, 0) << rec.Dump();
+    EXPECT_GT(mark, last_ready) << "bucket " << i << " marked before its last tensor was ready: " << rec.Dump();
+    if (plan[i].tensors.size() > 1) {
+      // Not marked early, when only its first tensor was ready.
+      EXPECT_GT(mark, rec.Find("ready " + std::to_string(plan[i].tensors.front()))) << rec.Dump();
+    }
+    EXPECT_GT(wait, mark) << rec.Dump();
+    EXPECT_GT(reduce, wait) << rec.Dump();
+    EXPECT_EQ(rec.ThreadOf("mark " + bucket), std::this_thread::get_id());
+    EXPECT_NE(rec.ThreadOf("wait " + bucket), std::this_thread::get_id());
+  }
+}
+
+TEST(GradientBucketerTest, FenceErrorsFailTheStepWithoutReducingThatBucket) {
+  for (bool fail_in_wait : {false, true}) {
+    Recorder rec;
+    std::vector<float> g(64);
+    RecordingCommunicator comm(&rec, g.data());
+    RecordingFence fence(&rec, fail_in_wait ? -1 : 1, fail_in_wait ? 1 : -1);
+    GradientBucketer b(kFenceSpans, g.data(), &comm,
+                       {.bucket_bytes = 64, .first_bucket_bytes = 64, .timeout = std::chrono::seconds(10),
+                        .fence = &fence});
+    b.BeginStep();
+    for (int t = 3; t >= 0; --t) b.Ready(t);
+    Status s = b.Finish();
+    EXPECT_EQ(s.code(), StatusCode::kInternal) << s;
+    EXPECT_NE(s.message().find("gradient bucket 1"), std::string::npos) << s;
+    EXPECT_NE(s.message().find(fail_in_wait ? "cudaStreamWaitEvent" : "cudaEventRecord"), std::string::npos) << s;
+    EXPECT_EQ(rec.Find("reduce 16+32"), -1) << rec.Dump();  // bucket 1 = tensors 2, 1
+  }
 }
 
 }  // namespace

@@ -75,7 +75,7 @@ std::vector<std::unique_ptr<Task>> StartWorkers(int n, const std::vector<std::st
   for (int i = 0; i < n; ++i) {
     std::vector<std::string> argv = {kBin + "/mirrored-worker", "--model", "mlp", "--epochs", "50",
                                      "--log-every", "5", "--heartbeat-interval", "0.2", "--heartbeat-timeout", "1",
-                                     "--no-validate"};
+                                     "--no-validate", "--device", "cpu"};  // CPU replicas on any host
     argv.insert(argv.end(), extra.begin(), extra.end());
     std::vector<std::string> env = {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=test-token",
                                     "TF_CONFIG={\"cluster\":{\"worker\":[" + cluster +

@@ -5,6 +5,9 @@
 //   MIRRORED_RETURN_IF_ERROR(comm.AllReduce(grads, n, ReduceOp::kSum));
 //   MIRRORED_RETURN_IF_ERROR(comm.Broadcast(weights, n, /*root=*/0));
 //
+// Buffers are in the memory of the replica's device (device pointers for GPU
+// replicas); the *Host variants take host memory on every device.
+//
 // Contract: every replica of the job calls the same operations in the same
 // order with the same counts (they are matched by their sequence number).
 // Each operation either completes, or returns an error that names the
@@ -36,6 +39,13 @@ class Communicator {
   // In place: every replica's data becomes root's.
   virtual Status Broadcast(float* data, size_t count, int root) = 0;
   virtual Status Barrier() = 0;
+
+  // The same on HOST memory, whatever memory the replica's tensors live in:
+  // for small host-side values (metric sums, weight fingerprints, a resume
+  // header), not tensors. A GPU communicator stages them through a device
+  // buffer; a CPU communicator's buffers are host memory already.
+  virtual Status AllReduceHost(float* data, size_t count, ReduceOp op) { return AllReduce(data, count, op); }
+  virtual Status BroadcastHost(float* data, size_t count, int root) { return Broadcast(data, count, root); }
 
   // Makes pending and future operations fail with Aborted(reason). Safe from
   // any thread, e.g. the coordination agent's error callback.

@@ -28,6 +28,7 @@
 #include "worker/comm/communicator.h"
 #include "worker/comm/phase_barrier.h"
 #include "worker/comm/process_group.h"
+#include "worker/comm/replica_group.h"
 
 namespace mirrored {
 
@@ -38,18 +39,18 @@ struct CpuReplicaGroupOptions {
   std::chrono::milliseconds timeout{300000};  // per operation (the watchdog)
 };
 
-class CpuReplicaGroup {
+class CpuReplicaGroup final : public ReplicaGroup {
  public:
   // `cross` may be null when there is a single process; it must outlive the
   // group and is used only from local replica 0's thread.
   CpuReplicaGroup(CpuReplicaGroupOptions options, ProcessGroup* cross);
-  ~CpuReplicaGroup();
+  ~CpuReplicaGroup() override;
 
-  int local_replicas() const { return local_size_; }
-  Communicator& replica(int local_rank);
+  int local_replicas() const override { return local_size_; }
+  Communicator& replica(int local_rank) override;
 
   // Fails every pending and future operation with `reason` (Aborted).
-  void Abort(const Status& reason);
+  void Abort(const Status& reason) override;
 
  private:
   class ReplicaCommunicator;

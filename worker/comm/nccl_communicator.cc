@@ -57,6 +57,7 @@ NcclCommunicator::~NcclCommunicator() {
     return;
   }
   if (scratch_ != nullptr) cudaFree(scratch_);
+  if (staging_ != nullptr) cudaFree(staging_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
@@ -97,6 +98,46 @@ Status NcclCommunicator::Broadcast(float* data, size_t count, int root) {
 }
 
 Status NcclCommunicator::Barrier() { return Run({Kind::kBarrier, scratch_, 1, ReduceOp::kSum, 0, 0}); }
+
+Status NcclCommunicator::StageIn(const float* host, size_t count) {
+  MIRRORED_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  if (count > staging_capacity_) {
+    // The stream is idle here (every operation waits for it), so freeing
+    // the old buffer cannot race an NCCL kernel.
+    const size_t capacity = std::max<size_t>(count, 256);
+    if (staging_ != nullptr) MIRRORED_CUDA_RETURN_IF_ERROR(cudaFree(staging_));
+    staging_ = nullptr;
+    staging_capacity_ = 0;
+    MIRRORED_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&staging_), capacity * sizeof(float)));
+    staging_capacity_ = capacity;
+  }
+  // Ordered before the collective that Run() issues on the same stream.
+  MIRRORED_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(staging_, host, count * sizeof(float), cudaMemcpyHostToDevice, stream_));
+  return OkStatus();
+}
+
+Status NcclCommunicator::StageOut(float* host, size_t count) {
+  MIRRORED_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(host, staging_, count * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+  // The collective has completed (Run waited for it): only the copy is left.
+  MIRRORED_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  return OkStatus();
+}
+
+Status NcclCommunicator::AllReduceHost(float* data, size_t count, ReduceOp op) {
+  if (count == 0) return AllReduce(data, 0, op);
+  MIRRORED_RETURN_IF_ERROR(StageIn(data, count));
+  MIRRORED_RETURN_IF_ERROR(AllReduce(staging_, count, op));
+  return StageOut(data, count);
+}
+
+Status NcclCommunicator::BroadcastHost(float* data, size_t count, int root) {
+  if (count == 0) return Broadcast(data, 0, root);
+  MIRRORED_RETURN_IF_ERROR(StageIn(data, count));
+  MIRRORED_RETURN_IF_ERROR(Broadcast(staging_, count, root));
+  return StageOut(data, count);
+}
 
 Status NcclCommunicator::AbortReason() {
   std::lock_guard lock(abort_state_->mu);

@@ -7,7 +7,8 @@
 //   float* grads = ...;                             // DEVICE memory on comm.device()
 //   MIRRORED_RETURN_IF_ERROR(comm.AllReduce(grads, n, ReduceOp::kAvg));
 //
-// Buffers are device pointers on device(), not host memory. Ordering with the
+// Buffers are device pointers on device(), not host memory (AllReduceHost /
+// BroadcastHost stage host values through a private device buffer). Ordering with the
 // caller's own kernels: the data must be ready when an operation is called
 // (e.g. the caller synchronised its compute stream, or recorded an event that
 // it made stream() wait for), and it is complete on return (the call waits for
@@ -62,12 +63,16 @@ class NcclCommunicator : public Communicator {
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
 
-  // All three set the calling thread's current device to device().
+  // Every operation sets the calling thread's current device to device().
   // `data` is device memory of `count` floats (see the header comment).
   Status AllReduce(float* data, size_t count, ReduceOp op) override;
   Status Broadcast(float* data, size_t count, int root) override;
   // A one-float all-reduce on a private device buffer.
   Status Barrier() override;
+  // Host memory: copied into a private device staging buffer on stream(),
+  // reduced there and copied back before returning.
+  Status AllReduceHost(float* data, size_t count, ReduceOp op) override;
+  Status BroadcastHost(float* data, size_t count, int root) override;
 
   // Aborts the whole group (see NcclReplicaGroup::Abort).
   void Abort(const Status& reason) override { abort_group_(reason); }
@@ -99,6 +104,10 @@ class NcclCommunicator : public Communicator {
   Status WaitForCompletion(std::chrono::steady_clock::time_point deadline);
   Status AbortReason();
   Status Describe(const Status& s, const Op& op, std::chrono::steady_clock::time_point start) const;
+  // Copies `count` host floats into staging_ (grown as needed) on stream_.
+  Status StageIn(const float* host, size_t count);
+  // Copies them back and waits for the copy.
+  Status StageOut(float* host, size_t count);
 
   const int rank_;
   const int world_size_;
@@ -106,6 +115,8 @@ class NcclCommunicator : public Communicator {
   const std::chrono::milliseconds timeout_;
   cudaStream_t stream_;
   float* scratch_;
+  float* staging_ = nullptr;  // host collectives; only the replica's own thread touches it
+  size_t staging_capacity_ = 0;
   std::shared_ptr<NcclAbortState> abort_state_;
   std::function<void(const Status&)> abort_group_;
   unsigned long long seq_ = 0;  // only the replica's own thread touches it

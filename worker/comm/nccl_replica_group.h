@@ -20,6 +20,7 @@
 
 #include "common/status.h"
 #include "worker/comm/nccl_communicator.h"
+#include "worker/comm/replica_group.h"
 
 namespace mirrored {
 
@@ -32,7 +33,7 @@ struct NcclReplicaGroupOptions {
   std::chrono::milliseconds init_timeout{300000};  // for every rank to join ncclCommInitRank
 };
 
-class NcclReplicaGroup {
+class NcclReplicaGroup final : public ReplicaGroup {
  public:
   // Initialises one communicator per entry of options.devices, inside one
   // ncclGroupStart/End, and waits until every rank of the job has joined.
@@ -43,14 +44,16 @@ class NcclReplicaGroup {
 
   // Finalises the communicators (bounded by `timeout`; aborts them if that
   // fails). No operation may be in flight.
-  ~NcclReplicaGroup();
+  ~NcclReplicaGroup() override;
 
-  int local_replicas() const { return static_cast<int>(communicators_.size()); }
-  NcclCommunicator& replica(int local_rank) { return *communicators_.at(local_rank); }
+  int local_replicas() const override { return static_cast<int>(communicators_.size()); }
+  NcclCommunicator& replica(int local_rank) override { return *communicators_.at(local_rank); }
+  // The CUDA ordinal of each local replica (options.devices).
+  const std::vector<int>& devices() const { return options_.devices; }
 
   // ncclCommAbort on every local communicator; pending and future operations
   // return Aborted(reason). The first reason wins.
-  void Abort(const Status& reason);
+  void Abort(const Status& reason) override;
 
  private:
   NcclReplicaGroup(NcclReplicaGroupOptions options, std::shared_ptr<NcclAbortState> abort_state);

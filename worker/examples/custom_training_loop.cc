@@ -1,7 +1,8 @@
 // A custom training step on mirrored's library API, the C++ counterpart of
 // the tutorials' tf.distribute custom loop. Run it alone (all local CPU
 // replicas) or as a task of a job (TF_CONFIG from mirrored-launch):
-//   custom_training_loop [--replicas N] [--steps N]   (other flags are ignored)
+//   custom_training_loop [--replicas N] [--steps N] [--device auto|cpu|gpu]   (other flags are ignored)
+// --replicas is the CPU replica count; GPU replicas are one per visible GPU.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -17,9 +18,11 @@ using namespace mirrored;
 
 int main(int argc, char** argv) {
   int replicas = 2, steps = 200;
+  std::string device = "cpu";
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--replicas") replicas = std::atoi(argv[i + 1]);
     if (std::string(argv[i]) == "--steps") steps = std::atoi(argv[i + 1]);
+    if (std::string(argv[i]) == "--device") device = argv[i + 1];
   }
   const uint64_t batch_per_replica = 32;
 
@@ -27,6 +30,9 @@ int main(int argc, char** argv) {
   auto data = data::FashionMnist::Load(data::FashionMnist::kDefaultDir);
   if (!config.ok() || !data.ok()) return 2;
   StrategyOptions options;
+  auto kind = ParseDeviceKind(device);
+  if (!kind.ok()) return ExitCodeFor(kind.status());
+  options.device = *kind;
   options.cpu_replicas = replicas;
   if (const char* token = std::getenv("MIRRORED_JOB_TOKEN")) options.job_token = token;
   auto strategy = MirroredStrategy::Create(*config, options);
@@ -37,8 +43,9 @@ int main(int argc, char** argv) {
   data::BatchSampler sampler(data->train().size(), global_batch, /*seed=*/1, /*drop_remainder=*/true);
 
   Status status = (*strategy)->RunReplicas([&](ReplicaContext& replica) -> Status {
-    // Each replica: its own model copy, optimizer and input shard.
-    MIRRORED_ASSIGN_OR_RETURN(auto model, model::Model::Create("mlp", model::MakeCpuBackend(), /*seed=*/1));
+    // Each replica: its own model copy (on its own device), optimizer and input shard.
+    MIRRORED_ASSIGN_OR_RETURN(auto backend, replica.MakeBackend());
+    MIRRORED_ASSIGN_OR_RETURN(auto model, model::Model::Create("mlp", std::move(backend), /*seed=*/1));
     MIRRORED_ASSIGN_OR_RETURN(auto adam, model::Optimizer::Create("adam", 1e-3f));
     adam->Bind(&model->store(), &model->backend());
     auto& store = model->store();
@@ -52,6 +59,9 @@ int main(int argc, char** argv) {
       MIRRORED_ASSIGN_OR_RETURN(data::Batch batch, input.Next(std::chrono::seconds(60)));
       model->Forward(batch.size, batch.images.data(), batch.labels.data(), /*training=*/true);
       model->Backward(scale.data(), nullptr);
+      // A GPU backend only issued the kernels: let them finish before the
+      // communicator (its own stream) reads the gradients. No-op on the CPU.
+      model->backend().Synchronize();
       // All-reduce the gradients with SUM: the one-device update on the global batch.
       MIRRORED_RETURN_IF_ERROR(comm.AllReduce(store.grads_data(), store.params_size(), ReduceOp::kSum));
       adam->Apply();

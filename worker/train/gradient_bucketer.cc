@@ -66,8 +66,14 @@ void GradientBucketer::Ready(int index) {
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    int b = bucket_of_.at(static_cast<size_t>(index));
-    wake = --pending_[static_cast<size_t>(b)] == 0;
+    const size_t b = static_cast<size_t>(bucket_of_.at(static_cast<size_t>(index)));
+    if (pending_[b] == 1 && options_.fence != nullptr) {
+      // Marked before the count reaches zero (under the lock): the
+      // communication thread cannot Wait on a mark not yet made.
+      Status s = options_.fence->Mark(b);
+      if (!s.ok() && error_.ok()) error_ = s.WithContext("gradient bucket " + std::to_string(b));
+    }
+    wake = --pending_[b] == 0;
   }
   if (wake) cv_.notify_all();
 }
@@ -81,9 +87,12 @@ void GradientBucketer::CommLoop() {
                        error_.ok());
     });
     if (stop_) return;
-    const GradientBucket& b = buckets_[next_to_reduce_];
+    const size_t index = next_to_reduce_;
+    const GradientBucket& b = buckets_[index];
     lock.unlock();
-    Status s = comm_->AllReduce(grads_ + b.begin, b.end - b.begin, ReduceOp::kSum);
+    Status s = options_.fence != nullptr ? options_.fence->Wait(index) : OkStatus();
+    if (!s.ok()) s = s.WithContext("gradient bucket " + std::to_string(index));
+    if (s.ok()) s = comm_->AllReduce(grads_ + b.begin, b.end - b.begin, ReduceOp::kSum);
     lock.lock();
     if (!s.ok() && error_.ok()) error_ = s;
     ++next_to_reduce_;

@@ -12,6 +12,14 @@
 // Invariants: every replica builds the same plan from the same model, and
 // buckets are reduced in plan order, so the collectives of all replicas
 // match. The gradient buffer's alignment padding is zero and stays zero.
+//
+// Asynchronous devices (GPU): Ready(i) means backward has ISSUED the kernels
+// that write tensor i, not that they ran. A GradientFence orders each
+// bucket's all-reduce after them: Mark(b) runs on the thread that calls
+// Ready(), when bucket b's last tensor is reported (before the communication
+// thread may see it), Wait(b) on the communication thread just before the
+// bucket's all-reduce. Without a fence (CPU) the gradients are final when
+// Ready() is called.
 #pragma once
 
 #include <chrono>
@@ -36,10 +44,19 @@ struct GradientBucket {
   std::vector<int> tensors;    // tensor indices, in the order they become ready
 };
 
+// See the header comment. Errors of Mark/Wait fail the step (Finish()).
+class GradientFence {
+ public:
+  virtual ~GradientFence() = default;
+  virtual Status Mark(size_t bucket) = 0;
+  virtual Status Wait(size_t bucket) = 0;
+};
+
 struct GradientBucketerOptions {
   size_t bucket_bytes = 25u << 20;
   size_t first_bucket_bytes = 1u << 20;
   std::chrono::milliseconds timeout{300000};  // Finish() waits at most this long
+  GradientFence* fence = nullptr;             // not owned; null: gradients are final at Ready()
 };
 
 // The bucket plan for tensors at `spans` (declaration order, ascending
@@ -59,7 +76,8 @@ class GradientBucketer {
 
   // Starts a step: no tensor is ready. The previous step must be Finish()ed.
   void BeginStep();
-  // Tensor `index`'s gradient is final (from backward's callback).
+  // Tensor `index`'s gradient is final, or (with a fence) its kernels are
+  // issued (from backward's callback).
   void Ready(int index);
   // Waits for every bucket's all-reduce. Errors: the communicator's
   // (Aborted, DeadlineExceeded naming the collective), FailedPrecondition if

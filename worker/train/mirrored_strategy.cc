@@ -13,12 +13,18 @@
 #include <thread>
 
 #include "common/logging.h"
+#include "mirrored/config.h"
 #include "worker/comm/cpu_replica_group.h"
 #include "worker/comm/gloo_process_group.h"
 #include "worker/coordination/coordination_agent.h"
 #include "worker/coordination/coordination_gloo_store.h"
 #include "worker/coordination/coordination_server.h"
 #include "worker/coordination/coordination_service.h"
+#include "worker/coordination/nccl_unique_id.h"
+
+#if MIRRORED_WITH_CUDA
+#include "worker/comm/nccl_replica_group.h"
+#endif
 
 namespace mirrored {
 namespace {
@@ -92,9 +98,19 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
   std::unique_ptr<MirroredStrategy> s(new MirroredStrategy());
   s->options_ = options;
   s->task_name_ = config.task.ToString();
-  s->local_replicas_ = options.cpu_replicas;
-  std::vector<int> replicas_per_process = {options.cpu_replicas};
+  // Decided before joining: a task that cannot run its replicas fails now
+  // (exit 2) and the launcher stops the others.
+  GpuProbe probe;  // a CPU-only task never initialises the CUDA runtime
+  if (options.device != DeviceKind::kCpu) probe = options.gpu_probe ? options.gpu_probe() : ProbeGpus();
+  MIRRORED_ASSIGN_OR_RETURN(s->devices_, ResolveReplicaDevices(options.device, options.cpu_replicas, probe));
+  if (options.device == DeviceKind::kAuto && s->devices_.gpu && options.cpu_replicas != 1) {
+    MIRRORED_LOG(WARNING) << "--cpu-replicas " << options.cpu_replicas << " ignored: " << s->devices_.Describe()
+                          << " (--device auto found GPUs; pass --device cpu for CPU replicas)";
+  }
+  s->local_replicas_ = s->devices_.local_replicas();
+  std::vector<int> replicas_per_process = {s->local_replicas_};
   int process_rank = 0;
+  std::string nccl_unique_id;
 
   if (!config.is_single_local_task && config.NumTrainingTasks() > 0) {
     namespace co = coordination;
@@ -116,7 +132,7 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
     co::CoordinationAgentOptions ao;
     ao.service_address = chief_address->ToString();
     ao.task_name = s->task_name_;
-    ao.device_count = options.cpu_replicas;
+    ao.device_count = s->local_replicas_;
     ao.job_token = options.job_token;
     ao.service_task = chief.ToString();
     ao.heartbeat_interval_ms = options.heartbeat_interval.count();
@@ -130,9 +146,11 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
     process_rank = s->agent_->task_index();
     replicas_per_process.clear();
     for (const auto& t : view.tasks) replicas_per_process.push_back(t.device_count);
+    nccl_unique_id = view.nccl_unique_id;
     MIRRORED_LOG(INFO) << "joined the job: " << view.DebugString();
+    if (tasks.size() > 1) MIRRORED_RETURN_IF_ERROR(s->CheckSameDeviceKind(tasks));
 
-    if (tasks.size() > 1) {
+    if (tasks.size() > 1 && !s->devices_.gpu) {
       // Gloo binds an ephemeral port on this task's own address and meets
       // its peers through the coordination service's key-value store.
       const auto my_address = config.cluster.AddressOf(config.task);
@@ -160,16 +178,78 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
   s->rank_offset_ = std::accumulate(replicas_per_process.begin(), replicas_per_process.begin() + process_rank, 0);
   s->world_size_ = std::accumulate(replicas_per_process.begin(), replicas_per_process.end(), 0);
   s->num_tasks_ = static_cast<int>(replicas_per_process.size());
-  s->replicas_ = std::make_unique<CpuReplicaGroup>(
+  if (s->devices_.gpu) {
+    if (nccl_unique_id.empty()) {
+      // A single local task has no coordination service: the id is ours.
+      MIRRORED_ASSIGN_OR_RETURN(nccl_unique_id, coordination::GenerateNcclUniqueId());
+    }
+    MIRRORED_RETURN_IF_ERROR(s->CreateNcclReplicas(nccl_unique_id));
+    return s;
+  }
+  auto group = std::make_unique<CpuReplicaGroup>(
       CpuReplicaGroupOptions{replicas_per_process, process_rank, options.collective_timeout}, s->process_group_.get());
+  {
+    std::lock_guard<std::mutex> lock(s->mu_);  // OnJobError may read replicas_ from the agent's thread
+    s->replicas_ = std::move(group);
+  }
   return s;
+}
+
+Status MirroredStrategy::CheckSameDeviceKind(const std::vector<std::string>& tasks) {
+  const std::string prefix = "mirrored/replica_device/";
+  const std::string mine = devices_.gpu ? "gpu" : "cpu";
+  MIRRORED_RETURN_IF_ERROR(agent_->KeyValueSet(prefix + task_name_, mine));
+  std::string kinds;
+  bool same = true;
+  for (const std::string& t : tasks) {
+    MIRRORED_ASSIGN_OR_RETURN(std::string kind,
+                              agent_->KeyValueGet(prefix + t, options_.registration_timeout.count()));
+    same = same && kind == mine;
+    kinds += (kinds.empty() ? "" : ", ") + t + " " + kind;
+  }
+  if (same) return OkStatus();
+  // Everyone has read every kind before anyone leaves: the chief's exit
+  // takes the service down, and a task still reading would report "service
+  // lost" instead of the cause.
+  MIRRORED_RETURN_IF_ERROR(agent_->Barrier("mirrored/replica_device_checked", options_.registration_timeout.count()));
+  return InvalidArgumentError("tasks disagree on the replica device (" + kinds +
+                              "): every task of a job must run GPU replicas, or every task CPU replicas; check "
+                              "--device and each host's GPUs (CUDA_VISIBLE_DEVICES)");
+}
+
+Status MirroredStrategy::CreateNcclReplicas(const std::string& unique_id) {
+#if MIRRORED_WITH_CUDA
+  NcclReplicaGroupOptions o;
+  o.unique_id = unique_id;
+  o.world_size = world_size_;
+  o.rank_offset = rank_offset_;
+  o.devices = devices_.gpus;
+  o.timeout = options_.collective_timeout;
+  o.init_timeout = options_.registration_timeout;
+  MIRRORED_LOG(INFO) << "collectives (NCCL): ranks " << rank_offset_ << "-" << rank_offset_ + local_replicas_ - 1
+                     << " of " << world_size_ << " on " << devices_.Describe();
+  // As for Gloo's connect: a peer failing during the init must not leave
+  // this task waiting out init_timeout (OnJobError exits after the grace).
+  SetBusy(true);
+  auto group = NcclReplicaGroup::Create(std::move(o));
+  SetBusy(false);
+  if (!group.ok()) {
+    if (Status e = job_error(); !e.ok()) return e;
+    return group.status();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  replicas_ = std::move(group).value();
+  return OkStatus();
+#else
+  (void)unique_id;
+  return FailedPreconditionError("GPU replicas need a build with CUDA (MIRRORED_WITH_CUDA=OFF)");
+#endif
 }
 
 std::string MirroredStrategy::Describe() const {
   std::ostringstream out;
   out << world_size_ << " replica" << (world_size_ == 1 ? "" : "s") << " in sync; " << task_name_ << " runs "
-      << local_replicas_ << " CPU replica" << (local_replicas_ == 1 ? "" : "s") << " (global ranks " << rank_offset_
-      << "-" << rank_offset_ + local_replicas_ - 1 << ")";
+      << devices_.Describe() << " (global ranks " << rank_offset_ << "-" << rank_offset_ + local_replicas_ - 1 << ")";
   return out.str();
 }
 
@@ -179,7 +259,13 @@ void MirroredStrategy::OnJobError(const Status& error) {
     if (job_error_.ok()) job_error_ = error;
   }
   cv_.notify_all();
-  if (replicas_) replicas_->Abort(error);
+  ReplicaGroup* replicas = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    replicas = replicas_.get();
+  }
+  // Aborts the NCCL communicators (ncclCommAbort) or fails the CPU barriers.
+  if (replicas != nullptr) replicas->Abort(error);
   // A replica blocked inside a transport call cannot be woken; do not let it
   // hold the process: wait a bounded grace for the replicas to return.
   std::unique_lock<std::mutex> lock(mu_);
@@ -219,8 +305,11 @@ Status MirroredStrategy::RunReplicas(const std::function<Status(ReplicaContext&)
   std::vector<std::thread> threads;
   for (int r = 0; r < local_replicas_; ++r) {
     threads.emplace_back([&, r] {
-      ReplicaContext ctx(r, &replicas_->replica(r));
-      Status s = fn(ctx);
+      const int gpu = devices_.gpu ? devices_.gpus[static_cast<size_t>(r)] : -1;
+      ReplicaContext ctx(r, &replicas_->replica(r), gpu);
+      // The thread's own device, once, before the replica creates anything.
+      Status s = gpu >= 0 ? BindThreadToGpu(gpu) : OkStatus();
+      if (s.ok()) s = fn(ctx);
       if (!s.ok()) replicas_->Abort(s);  // the other local replicas stop waiting
       results[static_cast<size_t>(r)] = s;
     });

@@ -11,6 +11,15 @@
 //   });
 //   MIRRORED_RETURN_IF_ERROR(strategy->Shutdown());   // exit barrier
 //
+// Devices: CPU replicas (`cpu_replicas` threads; shared memory inside the
+// process, Gloo between processes) or GPU replicas (one thread per visible
+// GPU, bound to it, each rank of one NCCL communicator spanning every GPU of
+// every task, created from the unique id the coordination service hands
+// out). StrategyOptions::device picks; every task of a job must end up with
+// the same kind (checked at rendezvous: InvalidArgument naming the tasks).
+// On GPU replicas the communicator's buffers are device memory of the
+// replica's GPU; host values go through AllReduceHost / SumAcrossReplicas.
+//
 // Failure handling: when any task of the job fails, the coordination agent
 // aborts the communicators, every replica's pending and later collective
 // returns Aborted naming the failed task, and RunReplicas returns it (exit
@@ -29,6 +38,9 @@
 #include "common/cluster/cluster_config.h"
 #include "common/status.h"
 #include "worker/comm/communicator.h"
+#include "worker/comm/replica_group.h"
+#include "worker/model/backend.h"
+#include "worker/train/device_choice.h"
 
 namespace mirrored {
 
@@ -38,11 +50,19 @@ class CoordinationServer;
 class CoordinationService;
 class CoordinationGlooStore;
 }  // namespace coordination
-class CpuReplicaGroup;
 class GlooProcessGroup;
 
 struct StrategyOptions {
+  // kCpu: `cpu_replicas` CPU replicas. kGpu: one replica per visible GPU
+  // (InvalidArgument when there is none). kAuto: GPUs when the CUDA runtime
+  // sees any, else CPU replicas. The library default is kCpu, so a program
+  // that asks for cpu_replicas gets them on any host; mirrored-worker passes
+  // --device (default auto).
+  DeviceKind device = DeviceKind::kCpu;
   int cpu_replicas = 1;
+  // What the CUDA runtime says about the GPUs (a seam for tests); empty:
+  // ProbeGpus(). Not consulted for kCpu.
+  std::function<GpuProbe()> gpu_probe;
   std::string job_token;  // MIRRORED_JOB_TOKEN
   std::chrono::milliseconds collective_timeout{300000};
   std::chrono::milliseconds registration_timeout{300000};
@@ -62,18 +82,29 @@ class ReplicaContext {
   int num_replicas_in_sync() const { return communicator_->world_size(); }
   bool is_chief() const { return global_rank() == 0; }
   Communicator& communicator() { return *communicator_; }
+  // The CUDA ordinal this replica's thread is bound to; -1 for a CPU replica.
+  int gpu() const { return gpu_; }
+  bool on_gpu() const { return gpu_ >= 0; }
 
-  // Reduces `values` (one float per metric, e.g. {loss_sum, correct, count})
-  // across all replicas with SUM, in place.
+  // A model backend on this replica's device: the CPU backend, or the GPU
+  // backend on gpu(). Unavailable when the GPU cannot be set up.
+  StatusOr<std::unique_ptr<model::Backend>> MakeBackend() const {
+    if (on_gpu()) return model::MakeGpuBackend(gpu_);
+    return model::MakeCpuBackend();
+  }
+
+  // Reduces `values` (host floats, one per metric, e.g. {loss_sum, correct,
+  // count}) across all replicas with SUM, in place, on any device.
   Status SumAcrossReplicas(std::vector<float>& values) {
-    return communicator_->AllReduce(values.data(), values.size(), ReduceOp::kSum);
+    return communicator_->AllReduceHost(values.data(), values.size(), ReduceOp::kSum);
   }
 
  private:
   friend class MirroredStrategy;
-  ReplicaContext(int local, Communicator* c) : local_(local), communicator_(c) {}
+  ReplicaContext(int local, Communicator* c, int gpu) : local_(local), communicator_(c), gpu_(gpu) {}
   int local_;
   Communicator* communicator_;
+  int gpu_;
 };
 
 class MirroredStrategy {
@@ -88,13 +119,16 @@ class MirroredStrategy {
 
   int num_replicas_in_sync() const { return world_size_; }
   int local_replicas() const { return local_replicas_; }
+  // This task's replicas: GPU ordinals, or the CPU replica count.
+  const ReplicaDevices& devices() const { return devices_; }
+  bool on_gpu() const { return devices_.gpu; }
   // Training tasks (worker processes) in the job.
   int num_tasks() const { return num_tasks_; }
   int rank_offset() const { return rank_offset_; }
   const std::string& task_name() const { return task_name_; }
   // This task hosts replica 0: it writes checkpoints and logs.
   bool is_chief_task() const { return rank_offset_ == 0; }
-  // "4 replicas: worker:0 x2, worker:1 x2".
+  // "4 replicas in sync; worker:0 runs 2 GPU replicas (GPUs 0,1) (global ranks 0-1)".
   std::string Describe() const;
 
   // Runs fn on one thread per local replica and returns the first error;
@@ -116,6 +150,11 @@ class MirroredStrategy {
   MirroredStrategy() = default;
   void OnJobError(const Status& error);
   void SetBusy(bool busy);
+  // Every task runs the same kind of replica (GPU or CPU): each publishes
+  // its kind in the key-value store and reads everyone's.
+  Status CheckSameDeviceKind(const std::vector<std::string>& tasks);
+  // NCCL communicators for the local GPUs (every task's GPUs join).
+  Status CreateNcclReplicas(const std::string& unique_id);
 
   std::string task_name_ = "worker:0";
   int local_replicas_ = 1;
@@ -123,13 +162,14 @@ class MirroredStrategy {
   int world_size_ = 1;
   int num_tasks_ = 1;
   StrategyOptions options_;
+  ReplicaDevices devices_;
 
   std::unique_ptr<coordination::CoordinationService> service_;
   std::unique_ptr<coordination::CoordinationServer> server_;
   std::unique_ptr<coordination::CoordinationAgent> agent_;
   std::unique_ptr<coordination::CoordinationGlooStore> store_;
   std::unique_ptr<GlooProcessGroup> process_group_;
-  std::unique_ptr<CpuReplicaGroup> replicas_;
+  std::unique_ptr<ReplicaGroup> replicas_;  // CpuReplicaGroup or NcclReplicaGroup
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

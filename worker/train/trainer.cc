@@ -17,6 +17,7 @@
 #include "worker/data/batch_sampler.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/model/cpu_backend.h"
+#include "worker/model/cuda_check.h"
 #include "worker/model/model.h"
 #include "worker/model/optimizer.h"
 #include "worker/summary/event_writer.h"
@@ -24,6 +25,7 @@
 #include "mirrored/config.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/checkpoint_writer.h"
+#include "worker/train/cuda_event_fence.h"
 #include "worker/train/gradient_bucketer.h"
 #include "worker/train/model_checkpoint.h"
 #include "worker/train/preemption.h"
@@ -46,12 +48,12 @@ float WeightsFingerprint(const std::vector<float>& w) {
 }
 
 // True when every replica holds the same parameters: the max and the min of
-// their fingerprints agree (two tiny all-reduces).
+// their fingerprints agree (two tiny all-reduces of host values).
 StatusOr<bool> ReplicasIdentical(const std::vector<float>& params, Communicator& comm) {
   const float fp = WeightsFingerprint(params);
   std::vector<float> hi = {fp}, lo = {-fp};
-  MIRRORED_RETURN_IF_ERROR(comm.AllReduce(hi.data(), 1, ReduceOp::kMax));
-  MIRRORED_RETURN_IF_ERROR(comm.AllReduce(lo.data(), 1, ReduceOp::kMax));
+  MIRRORED_RETURN_IF_ERROR(comm.AllReduceHost(hi.data(), 1, ReduceOp::kMax));
+  MIRRORED_RETURN_IF_ERROR(comm.AllReduceHost(lo.data(), 1, ReduceOp::kMax));
   return hi[0] == -lo[0];
 }
 
@@ -149,7 +151,8 @@ int64_t GetInt(const std::vector<float>& v, size_t i) {
 
 // Where training (re)starts: from scratch, or from the chief's latest
 // complete checkpoint, which global rank 0 restores and broadcasts, so no
-// other task needs the run directory.
+// other task needs the run directory. The header travels as host floats; the
+// model's buffers in place, in the replica's device memory.
 struct StartPoint {
   int64_t step = 0;
   data::SamplerPosition position;
@@ -181,8 +184,11 @@ Status BroadcastStart(const std::optional<LoadedCheckpoint>& resume, uint64_t gl
   } else {
     header.assign(9, 0.0f);
   }
-  MIRRORED_RETURN_IF_ERROR(comm.Broadcast(header.data(), header.size(), 0));
-  // Identical starting point everywhere: rank 0's weights, statistics and slots.
+  MIRRORED_RETURN_IF_ERROR(comm.BroadcastHost(header.data(), header.size(), 0));
+  // Identical starting point everywhere: rank 0's weights, statistics and
+  // slots. The backend's pending writes to them (the slots' zero fill on a
+  // GPU stream) land first: the communicator works on its own stream.
+  model.backend().Synchronize();
   MIRRORED_RETURN_IF_ERROR(comm.Broadcast(store.params_data(), store.params_size(), 0));
   if (store.state_size() > 0) MIRRORED_RETURN_IF_ERROR(comm.Broadcast(store.state_data(), store.state_size(), 0));
   if (header[0] == 1.0f) {
@@ -256,9 +262,15 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
   const int threads_per_replica =
       std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / strategy.local_replicas());
 
-  Status status = strategy.RunReplicas([&](ReplicaContext& replica) -> Status {
-    model::SetCpuThreadsForThisThread(threads_per_replica);
-    MIRRORED_ASSIGN_OR_RETURN(auto model, model::Model::Create(options.model, model::MakeCpuBackend(), options.seed));
+  auto train_replica = [&](ReplicaContext& replica) -> Status {
+    std::unique_ptr<model::Backend> backend;
+    if (replica.on_gpu()) {
+      MIRRORED_ASSIGN_OR_RETURN(backend, replica.MakeBackend());
+    } else {
+      model::SetCpuThreadsForThisThread(threads_per_replica);
+      backend = model::MakeCpuBackend();
+    }
+    MIRRORED_ASSIGN_OR_RETURN(auto model, model::Model::Create(options.model, std::move(backend), options.seed));
     auto& store = model->store();
     MIRRORED_ASSIGN_OR_RETURN(auto optimizer, model::Optimizer::Create(options.optimizer,
                                                                         static_cast<float>(options.EffectiveLearningRate())));
@@ -270,10 +282,18 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
     std::vector<BucketSpan> spans;
     for (const auto& t : store.trainable()) spans.push_back({t.offset, t.size});
     const size_t bucket_bytes = static_cast<size_t>(options.bucket_mb * (1 << 20));
-    GradientBucketer bucketer(spans, store.grads_data(), &comm,
-                              {.bucket_bytes = bucket_bytes,
-                               .first_bucket_bytes = std::min<size_t>(1u << 20, bucket_bytes),
-                               .timeout = timeout});
+    GradientBucketerOptions bucket_options{.bucket_bytes = bucket_bytes,
+                                           .first_bucket_bytes = std::min<size_t>(1u << 20, bucket_bytes),
+                                           .timeout = timeout};
+    // GPU: backward only issues kernels; each bucket's all-reduce waits on
+    // the device for the ones that wrote it (cuda_event_fence.h).
+    std::unique_ptr<GradientFence> fence;
+    if (replica.on_gpu()) {
+      const size_t buckets = PlanGradientBuckets(spans, bucket_options).size();
+      MIRRORED_ASSIGN_OR_RETURN(fence, MakeCudaEventFence(model->backend(), comm, buckets));
+      bucket_options.fence = fence.get();
+    }
+    GradientBucketer bucketer(spans, store.grads_data(), &comm, bucket_options);
     const uint64_t end_epoch = static_cast<uint64_t>(options.epochs);
     data::BatchPrefetcher prefetcher(&data.train(), sampler, static_cast<uint32_t>(replica.global_rank()),
                                      static_cast<uint32_t>(world), start.position, end_epoch);
@@ -345,6 +365,7 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
       if ((epoch_end || last || checkpoint_now) && store.state_size() > 0) {
         // BatchNorm statistics are per replica (local batches); average them
         // so every replica (and the checkpoint) holds the same state.
+        model->backend().Synchronize();  // the forward pass's updates, on a GPU stream
         MIRRORED_RETURN_IF_ERROR(comm.AllReduce(store.state_data(), store.state_size(), ReduceOp::kAvg));
       }
       if (checkpoint_now && replica.global_rank() == 0) {
@@ -403,6 +424,15 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
       summary.replicas_identical = same;
     }
     return OkStatus();
+  };
+  Status status = strategy.RunReplicas([&](ReplicaContext& replica) -> Status {
+    // GPU replica code throws CudaError from inside the model's kernels.
+    try {
+      return train_replica(replica);
+    } catch (const model::CudaError& e) {
+      return InternalError(std::string("replica ") + std::to_string(replica.global_rank()) + " (GPU " +
+                           std::to_string(replica.gpu()) + "): " + e.what());
+    }
   });
   if (!status.ok()) return status;
   return summary;

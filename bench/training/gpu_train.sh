@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# On a machine with a GPU: the gpu-labelled tests, then one-GPU training
+# throughput of mirrored-worker (--device gpu) against PyTorch on the same GPU
+# (when python3 has torch), printed as a table.
+#
+#   bench/training/gpu_train.sh BUILD_DIR [--steps 300] [--batch 256] [--models "mlp cnn resnet"] [--no-tests]
+#   OUTDIR/run bench/training/gpu_train.sh OUTDIR     # a pack from bench/gpu/pack.sh (no Debian packages there)
+#
+# BUILD_DIR is a build tree or a pack: its bin/ holds mirrored-worker and the
+# test binaries (train_gpu_test, nccl_communicator_test, model_gpu_test).
+# Data: --data DIR, else MIRRORED_DATA_DIR (the pack's run wrapper sets it),
+# else the Debian Fashion-MNIST location. samples/s is the mean of the
+# --log-every windows after the first (warm-up: cuDNN algorithm search,
+# allocations). Exit status: 1 when a test failed or a run did not finish.
+set -uo pipefail
+build=${1:?usage: gpu_train.sh BUILD_DIR [--steps N] [--batch B] [--models "..."] [--data DIR] [--no-tests]}
+shift
+steps=300 batch=256 models="mlp cnn resnet" tests=1
+data=${MIRRORED_DATA_DIR:-/usr/share/datasets/fashion-mnist}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --steps) steps=$2; shift 2 ;;
+    --batch) batch=$2; shift 2 ;;
+    --models) models=$2; shift 2 ;;
+    --data) data=$2; shift 2 ;;
+    --no-tests) tests=0; shift ;;
+    *) echo "gpu_train.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$(cd "$build/bin" && pwd) || exit 2
+export MIRRORED_BIN_DIR=$bin MIRRORED_DATA_DIR=$data
+warm=$((steps / 6)); [ "$warm" -lt 1 ] && warm=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+
+echo "# mirrored GPU check, $(date -u +%FT%TZ), $(uname -m)"
+if command -v nvidia-smi > /dev/null; then
+  echo "# $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1)"
+fi
+"$bin/mirrored-worker" --version
+
+if [ "$tests" = 1 ]; then
+  echo
+  echo "# gpu tests (a failing binary's output goes to stderr)"
+  printf "%-26s %8s %8s %8s %9s\n" binary passed failed skipped seconds
+  for t in nccl_communicator_test model_gpu_test train_gpu_test; do
+    if [ ! -x "$bin/$t" ]; then
+      printf "%-26s %8s\n" "$t" missing; failed=1; continue
+    fi
+    start=$(date +%s)
+    timeout 400 "$bin/$t" > "$tmp/$t.log" 2>&1
+    rc=$?
+    secs=$(( $(date +%s) - start ))
+    passed=$(grep -c '^\[       OK \]' "$tmp/$t.log")
+    fails=$(grep -cE '^\[  FAILED  \] .* \([0-9]+ ms\)$' "$tmp/$t.log")
+    skipped=$(grep -cE '^\[  SKIPPED \] .* \([0-9]+ ms\)$' "$tmp/$t.log")
+    printf "%-26s %8d %8d %8d %9d\n" "$t" "$passed" "$fails" "$skipped" "$secs"
+    if [ "$rc" != 0 ] || [ "$fails" != 0 ]; then
+      failed=1
+      echo "---- $t (exit $rc): failures" >&2
+      grep -E -B2 -A25 '^\[ RUN|Failure|FAILED' "$tmp/$t.log" | tail -150 >&2
+    fi
+    # Figures the tests print (relative errors, abort latency).
+    grep -E "relative L2 error|exited .* after worker:1 was killed" "$tmp/$t.log" | sed 's/^/#   /'
+  done
+fi
+
+# samples/s and ms/step of the windows after the first, from metrics.jsonl.
+window_stats() {
+  python3 - "$1" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"train"' in l]
+rows = rows[1:] or rows
+print("%.0f %.2f" % (sum(r["samples_per_sec"] for r in rows) / len(rows),
+                     sum(r["step_time_ms"] for r in rows) / len(rows)))
+PY
+}
+
+echo
+echo "# one-GPU training throughput: batch $batch, Adam, FP32; $steps steps, the first $warm warm-up"
+printf "%-7s %6s %14s %10s %14s %8s\n" model batch mirrored/s ms/step torch/s ratio
+for model in $models; do
+  run="$tmp/run-$model"
+  if "$bin/mirrored-worker" --device gpu --model "$model" --batch-per-replica "$batch" --max-steps "$steps" \
+       --log-every "$warm" --no-validate --data "$data" --run-dir "$run" > "$tmp/$model.log" 2>&1; then
+    read -r sps ms < <(window_stats "$run/metrics.jsonl")
+  else
+    echo "---- mirrored-worker --model $model failed:" >&2
+    tail -20 "$tmp/$model.log" >&2
+    sps=- ms=-; failed=1
+  fi
+  torch=$(python3 "$here/torch_gpu_train.py" --model "$model" --batch "$batch" --steps "$steps" --warmup "$warm" \
+            --data "$data" 2>/dev/null | awk '/samples_per_sec/ {print $2}')
+  [ -z "$torch" ] && torch=-
+  ratio=-
+  if [ "$sps" != - ] && [ "$torch" != - ]; then ratio=$(python3 -c "print('%.2f' % ($sps / $torch))"); fi
+  printf "%-7s %6d %14s %10s %14s %8s\n" "$model" "$batch" "$sps" "$ms" "$torch" "$ratio"
+done
+echo "# ratio = mirrored / torch samples/s; both copy each host batch to the GPU and read the loss back every step"
+exit $failed

@@ -1,0 +1,186 @@
+// --device resolution (DESIGN.md, "Replicas"), without a GPU: the decision
+// from what the CUDA runtime says, the strategy and mirrored-worker on this
+// host (skipped where a GPU is visible: there they train, see
+// gpu_train_test.cc), and the rendezvous check that every task of a job runs
+// the same kind of replica.
+#include "worker/train/device_choice.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "common/cluster/tf_config_parser.h"
+#include "launcher/job/port_reservation.h"
+#include "mirrored/config.h"
+#include "tests/util/worker_process.h"
+#include "worker/train/mirrored_strategy.h"
+
+namespace mirrored {
+namespace {
+
+using namespace std::chrono_literals;
+
+const GpuProbe kNoGpu{0, "cudaGetDeviceCount: cudaErrorNoDevice: no CUDA-capable device is detected"};
+const GpuProbe kTwoGpus{2, ""};
+
+// How the error explains the missing GPU: the CUDA runtime's answer, or the
+// build's lack of CUDA.
+const char* const kNoGpuReason = kWithCuda ? "(cudaGetDeviceCount" : "(this mirrored-worker was built without CUDA";
+
+#define SKIP_WITH_A_GPU() \
+  if (ProbeGpus().count > 0) GTEST_SKIP() << "a GPU is visible: --device auto/gpu train on it (gpu_train_test)"
+
+TEST(DeviceChoiceTest, ParsesTheThreeKindsAndNamesTheFlagOtherwise) {
+  EXPECT_EQ(*ParseDeviceKind("auto"), DeviceKind::kAuto);
+  EXPECT_EQ(*ParseDeviceKind("cpu"), DeviceKind::kCpu);
+  EXPECT_EQ(*ParseDeviceKind("gpu"), DeviceKind::kGpu);
+  auto bad = ParseDeviceKind("cuda");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("--device \"cuda\" is not one of auto, cpu, gpu"), std::string::npos);
+  EXPECT_EQ(DeviceKindName(DeviceKind::kGpu), "gpu");
+}
+
+TEST(DeviceChoiceTest, AutoIsCpuReplicasWithoutAGpuAndEveryGpuWithThem) {
+  auto cpu = ResolveReplicaDevices(DeviceKind::kAuto, 3, kNoGpu);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_FALSE(cpu->gpu);
+  EXPECT_EQ(cpu->local_replicas(), 3);
+  EXPECT_EQ(cpu->Describe(), "3 CPU replicas");
+
+  auto gpu = ResolveReplicaDevices(DeviceKind::kAuto, 3, kTwoGpus);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  EXPECT_TRUE(gpu->gpu);
+  EXPECT_EQ(gpu->gpus, (std::vector<int>{0, 1}));
+  EXPECT_EQ(gpu->local_replicas(), 2);  // --cpu-replicas does not apply
+  EXPECT_EQ(gpu->Describe(), "2 GPU replicas (GPUs 0,1)");
+}
+
+TEST(DeviceChoiceTest, CpuIgnoresGpusAndGpuTakesEveryVisibleOne) {
+  auto cpu = ResolveReplicaDevices(DeviceKind::kCpu, 1, kTwoGpus);
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_FALSE(cpu->gpu);
+  EXPECT_EQ(cpu->Describe(), "1 CPU replica");
+
+  auto one = ResolveReplicaDevices(DeviceKind::kGpu, 4, GpuProbe{1, ""});
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->gpus, std::vector<int>{0});
+  EXPECT_EQ(one->Describe(), "1 GPU replica (GPU 0)");
+}
+
+TEST(DeviceChoiceTest, GpuWithoutADeviceIsAConfigurationErrorQuotingTheRuntime) {
+  auto r = ResolveReplicaDevices(DeviceKind::kGpu, 1, kNoGpu);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ExitCodeFor(r.status()), kExitUsage);  // a restart cannot add a GPU
+  EXPECT_NE(r.status().message().find("--device gpu: no usable GPU"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("no CUDA-capable device is detected"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("CUDA_VISIBLE_DEVICES"), std::string::npos) << r.status();
+}
+
+TEST(DeviceChoiceTest, ProbeExplainsAZeroCount) {
+  GpuProbe p = ProbeGpus();
+  if (p.count > 0) {
+    EXPECT_TRUE(p.error.empty()) << p.error;
+  } else {
+    EXPECT_FALSE(p.error.empty());  // the runtime's words, or "built without CUDA"
+  }
+}
+
+TEST(DeviceChoiceStrategyTest, GpuOnThisHostFailsBeforeJoiningAndAutoRunsCpuReplicas) {
+  SKIP_WITH_A_GPU();
+  StrategyOptions gpu;
+  gpu.device = DeviceKind::kGpu;
+  auto refused = MirroredStrategy::Create(SingleLocalTaskConfig("test"), gpu);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_NE(refused.status().message().find(kNoGpuReason), std::string::npos) << refused.status();
+
+  StrategyOptions automatic;
+  automatic.device = DeviceKind::kAuto;
+  automatic.cpu_replicas = 2;
+  auto strategy = MirroredStrategy::Create(SingleLocalTaskConfig("test"), automatic);
+  ASSERT_TRUE(strategy.ok()) << strategy.status();
+  EXPECT_FALSE((*strategy)->on_gpu());
+  EXPECT_EQ((*strategy)->local_replicas(), 2);
+  EXPECT_NE((*strategy)->Describe().find("2 CPU replicas"), std::string::npos) << (*strategy)->Describe();
+  std::vector<int> gpus(2, 99);
+  Status s = (*strategy)->RunReplicas([&](ReplicaContext& r) -> Status {
+    gpus[static_cast<size_t>(r.local_replica())] = r.gpu();
+    MIRRORED_ASSIGN_OR_RETURN(auto backend, r.MakeBackend());
+    if (backend->is_gpu()) return InternalError("a CPU replica got " + backend->name());
+    std::vector<float> v = {1.0f, 2.0f};
+    MIRRORED_RETURN_IF_ERROR(r.SumAcrossReplicas(v));
+    if (v != std::vector<float>{2.0f, 4.0f}) return InternalError("wrong sum");
+    return OkStatus();
+  });
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(gpus, (std::vector<int>{-1, -1}));
+}
+
+// worker:1 believes it has a GPU (a fake probe), worker:0 runs CPU replicas:
+// both learn it at rendezvous and fail with InvalidArgument naming both,
+// instead of one waiting in NCCL's init and the other in Gloo's connect.
+// worker:1 never reaches CUDA: the check comes before its communicators.
+TEST(DeviceChoiceStrategyTest, TasksWithDifferentReplicaDevicesAreRefusedAtRendezvous) {
+  auto p0 = PortReservation::Reserve();
+  auto p1 = PortReservation::Reserve();
+  ASSERT_TRUE(p0.ok() && p1.ok());
+  std::vector<Status> results(2);
+  std::vector<std::thread> tasks;
+  for (int index = 0; index < 2; ++index) {
+    tasks.emplace_back([&, index] {
+      auto config = ParseTfConfig(R"({"cluster":{"worker":[")" + p0->address() + R"(",")" + p1->address() +
+                                  R"("]},"task":{"type":"worker","index":)" + std::to_string(index) + "}}");
+      if (!config.ok()) {
+        results[index] = config.status();
+        return;
+      }
+      StrategyOptions so;
+      so.device = index == 0 ? DeviceKind::kCpu : DeviceKind::kGpu;
+      so.gpu_probe = [] { return GpuProbe{1, ""}; };
+      so.job_token = "device-kinds";
+      so.registration_timeout = 20s;
+      so.collective_timeout = 20s;
+      auto strategy = MirroredStrategy::Create(*config, so);
+      results[index] = strategy.ok() ? OkStatus() : strategy.status();
+    });
+  }
+  for (auto& t : tasks) t.join();
+  for (const Status& s : results) {
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(s.message().find("tasks disagree on the replica device (worker:0 cpu, worker:1 gpu)"),
+              std::string::npos)
+        << s;
+  }
+}
+
+TEST(DeviceChoiceWorkerTest, DeviceGpuWithoutAGpuExitsTwoNamingTheProblem) {
+  SKIP_WITH_A_GPU();
+  auto w = testing_util::WorkerProcess::Start(
+      {std::string(MIRRORED_BIN_DIR) + "/mirrored-worker", "--device", "gpu", "--model", "mlp", "--max-steps", "1"},
+      {"PATH=/usr/bin:/bin"});
+  ASSERT_TRUE(w.ok()) << w.status();
+  auto exit = (*w)->WaitExit(60s);
+  ASSERT_TRUE(exit.has_value()) << (*w)->output();
+  EXPECT_EQ(exit->exit_code, kExitUsage) << exit->ToString() << "\n" << (*w)->output();
+  EXPECT_NE((*w)->output().find(std::string("error: --device gpu: no usable GPU ") + kNoGpuReason), std::string::npos)
+      << (*w)->output();
+}
+
+TEST(DeviceChoiceWorkerTest, DeviceAutoWithoutAGpuTrainsOnCpuReplicas) {
+  SKIP_WITH_A_GPU();
+  auto w = testing_util::WorkerProcess::Start(
+      {std::string(MIRRORED_BIN_DIR) + "/mirrored-worker", "--device", "auto", "--cpu-replicas", "2", "--model", "mlp",
+       "--max-steps", "4", "--log-every", "2", "--no-validate"},
+      {"PATH=/usr/bin:/bin"});
+  ASSERT_TRUE(w.ok()) << w.status();
+  auto exit = (*w)->WaitExit(120s);
+  ASSERT_TRUE(exit.has_value()) << (*w)->output();
+  EXPECT_EQ(exit->exit_code, 0) << (*w)->output();
+  EXPECT_NE((*w)->output().find("worker:0 runs 2 CPU replicas"), std::string::npos) << (*w)->output();
+  EXPECT_NE((*w)->output().find("done: 4 steps"), std::string::npos) << (*w)->output();
+}
+
+}  // namespace
+}  // namespace mirrored

@@ -1,0 +1,265 @@
+// GPU replicas end to end (label `gpu`; every test skips without a CUDA
+// device). One process, one GPU: loss goes down, the weights after N SGD
+// steps match the CPU path's within float32 tolerance, the final checkpoint
+// holds exactly the trained weights. Two mirrored-worker processes on ONE
+// GPU (distinct NCCL_HOSTID, so NCCL treats them as two hosts and connects
+// them over loopback sockets): identical final weights on both, equal to one
+// replica on the global batch; a killed peer makes the other exit 3.
+//
+// Data: MIRRORED_DATA_DIR, else the Debian Fashion-MNIST location. On a host
+// with a GPU but without the data the tests FAIL (saying so) rather than skip.
+// mirrored-worker: MIRRORED_BIN_DIR, else the build tree's bin/.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "common/cluster/tf_config_parser.h"
+#include "launcher/job/port_reservation.h"
+#include "tests/util/process_test_util.h"
+#include "tests/util/worker_process.h"
+#include "worker/checkpoint/checkpoint_reader.h"
+#include "worker/checkpoint/file_env.h"
+#include "worker/data/fashion_mnist.h"
+#include "worker/model/model.h"
+#include "worker/train/device_choice.h"
+#include "worker/train/model_checkpoint.h"
+#include "worker/train/trainer.h"
+
+extern char** environ;
+
+namespace mirrored {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using testing_util::WorkerProcess;
+
+// The built binaries; MIRRORED_BIN_DIR overrides the build tree's for a
+// packed copy run on another machine (bench/gpu/pack.sh).
+std::string BinDir() {
+  const char* dir = std::getenv("MIRRORED_BIN_DIR");
+  return dir != nullptr ? dir : MIRRORED_BIN_DIR;
+}
+
+std::string DataDir() {
+  const char* dir = std::getenv("MIRRORED_DATA_DIR");
+  return dir != nullptr ? dir : data::FashionMnist::kDefaultDir;
+}
+
+class GpuTrainTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const GpuProbe probe = ProbeGpus();
+    if (probe.count == 0) GTEST_SKIP() << "no CUDA device (" << probe.error << ")";
+    ASSERT_TRUE(fs::exists(DataDir() + "/train-images-idx3-ubyte.gz"))
+        << "a GPU is visible but Fashion-MNIST is not in " << DataDir() << " (set MIRRORED_DATA_DIR)";
+    run_root_ = fs::temp_directory_path() / ("mirrored-gpu-train-" + std::to_string(getpid()) + "-" +
+                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(run_root_);
+    fs::create_directories(run_root_);
+  }
+  void TearDown() override {
+    if (!run_root_.empty() && !HasFailure()) fs::remove_all(run_root_);
+  }
+  fs::path run_root_;
+};
+
+WorkerOptions SgdOptions(const std::string& model, int64_t steps, int64_t batch_per_replica) {
+  WorkerOptions o;
+  o.model = model;
+  o.data_dir = DataDir();
+  o.optimizer = "sgd";
+  o.max_steps = steps;
+  o.batch_per_replica = batch_per_replica;
+  o.validate = false;
+  o.verify_replicas = true;
+  o.log_every = 5;
+  o.seed = 7;
+  return o;
+}
+
+StatusOr<TrainSummary> TrainInProcess(DeviceKind device, const WorkerOptions& o) {
+  StrategyOptions so;
+  so.device = device;
+  so.cpu_replicas = 1;
+  MIRRORED_ASSIGN_OR_RETURN(auto strategy, MirroredStrategy::Create(SingleLocalTaskConfig("test"), so));
+  if ((device == DeviceKind::kGpu) != strategy->on_gpu()) return InternalError("wrong replica device");
+  return Train(o, *strategy);
+}
+
+// sqrt(sum (a-b)^2 / sum a^2), printed with the worst element.
+double RelativeError(const std::vector<float>& a, const std::vector<float>& b, const std::string& what) {
+  EXPECT_EQ(a.size(), b.size()) << what;
+  if (a.size() != b.size() || a.empty()) return 1e9;
+  double diff = 0, norm = 0, worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::abs(double(a[i]) - double(b[i]));
+    diff += d * d;
+    norm += double(a[i]) * double(a[i]);
+    worst = std::max(worst, d);
+  }
+  const double rel = std::sqrt(diff / norm);
+  std::printf("%s: %zu weights, relative L2 error %.3g, max abs diff %.3g\n", what.c_str(), a.size(), rel, worst);
+  ::testing::Test::RecordProperty(what, std::to_string(rel));
+  return rel;
+}
+
+// The final checkpoint's weights, restored into a CPU model (host floats,
+// the ParameterStore layout of TrainSummary::params).
+StatusOr<std::vector<float>> CheckpointWeights(const fs::path& run_dir, const std::string& model_name,
+                                               int64_t expect_step) {
+  CheckpointReader reader(FileEnv::Default(), run_dir.string());
+  MIRRORED_ASSIGN_OR_RETURN(LoadedCheckpoint ckpt, reader.LoadLatest());
+  if (ckpt.info.step != expect_step || !ckpt.info.state.final) {
+    return InternalError("latest checkpoint " + ckpt.info.dir + " is not the final one of step " +
+                         std::to_string(expect_step));
+  }
+  MIRRORED_ASSIGN_OR_RETURN(auto model, model::Model::Create(model_name, model::MakeCpuBackend(), 1));
+  MIRRORED_RETURN_IF_ERROR(RestoreModel(ckpt, *model, nullptr));
+  return model->store().DownloadParams();
+}
+
+std::vector<double> TrainLosses(const fs::path& run_dir) {
+  std::vector<double> losses;
+  std::istringstream in(testing_util::ReadWholeFile(run_dir / "metrics.jsonl"));
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.value("kind", "") == "train") losses.push_back(j.value("loss", 0.0));
+  }
+  return losses;
+}
+
+class GpuMatchesCpuTest : public GpuTrainTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(GpuMatchesCpuTest, LossFallsAndWeightsMatchTheCpuPathAfterSgdSteps) {
+  const std::string model = GetParam();
+  const int64_t steps = 40;
+  WorkerOptions gpu_options = SgdOptions(model, steps, 32);
+  gpu_options.run_dir = (run_root_ / "gpu").string();  // checkpoints and metrics from device buffers
+  gpu_options.validate = true;                          // inference only: changes no weight
+  auto gpu = TrainInProcess(DeviceKind::kGpu, gpu_options);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  auto cpu = TrainInProcess(DeviceKind::kCpu, SgdOptions(model, steps, 32));
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+
+  EXPECT_EQ(gpu->steps, steps);
+  EXPECT_TRUE(gpu->replicas_identical);
+  EXPECT_LE(RelativeError(cpu->params, gpu->params, model + " cpu vs gpu"), 2e-4);
+
+  const std::vector<double> losses = TrainLosses(gpu_options.run_dir);
+  ASSERT_GE(losses.size(), 4u);
+  EXPECT_LT(losses.back(), losses.front()) << model << ": train loss did not fall";
+  EXPECT_GT(gpu->val_accuracy, 0.2) << "validation on the GPU (10 classes: chance is 0.1)";
+  EXPECT_LE(gpu->val_accuracy, 1.0);
+
+  auto saved = CheckpointWeights(gpu_options.run_dir, model, steps);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(*saved, gpu->params) << "the checkpoint must hold the device weights, bit for bit";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, GpuMatchesCpuTest, ::testing::Values("mlp", "cnn"));
+
+// ---- Two processes on one GPU ---------------------------------------------
+
+// This process's environment without the variables each worker gets from us.
+std::vector<std::string> WorkerEnvironment(int index, const std::string& cluster) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    if (entry.rfind("TF_CONFIG=", 0) == 0 || entry.rfind("MIRRORED_", 0) == 0 || entry.rfind("NCCL_HOSTID=", 0) == 0)
+      continue;
+    env.push_back(entry);
+  }
+  env.push_back("MIRRORED_JOB_TOKEN=gpu-test");
+  env.push_back("TF_CONFIG={\"cluster\":{\"worker\":[" + cluster + "]},\"task\":{\"type\":\"worker\",\"index\":" +
+                std::to_string(index) + "}}");
+  // Two "hosts" for NCCL, so both ranks may use GPU 0; sockets over loopback.
+  env.push_back("NCCL_HOSTID=mirrored-gpu-test-host-" + std::to_string(index));
+  if (std::getenv("NCCL_SOCKET_IFNAME") == nullptr) env.push_back("NCCL_SOCKET_IFNAME=lo");
+  if (std::getenv("NCCL_IB_DISABLE") == nullptr) env.push_back("NCCL_IB_DISABLE=1");
+  return env;
+}
+
+std::vector<std::unique_ptr<WorkerProcess>> StartGpuWorkers(const std::vector<std::string>& args) {
+  std::vector<PortReservation> ports;
+  std::string cluster;
+  for (int i = 0; i < 2; ++i) {
+    ports.push_back(std::move(PortReservation::Reserve()).value());
+    cluster += (i ? ",\"" : "\"") + ports.back().address() + "\"";
+  }
+  std::vector<std::unique_ptr<WorkerProcess>> workers;
+  for (int i = 0; i < 2; ++i) {
+    std::vector<std::string> argv = {BinDir() + "/mirrored-worker", "--device", "gpu",
+                                     "--data", DataDir()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto w = WorkerProcess::Start(argv, WorkerEnvironment(i, cluster));
+    EXPECT_TRUE(w.ok()) << w.status();
+    if (w.ok()) workers.push_back(std::move(w).value());
+  }
+  return workers;
+}
+
+std::string Fingerprint(const std::string& output) {
+  std::smatch m;
+  static const std::regex kLine("weights fingerprint ([0-9a-f]{6})");
+  return std::regex_search(output, m, kLine) ? m[1].str() : "";
+}
+
+TEST_F(GpuTrainTest, TwoProcessesOnOneGpuEndIdenticalAndEqualToOneReplicaOnTheGlobalBatch) {
+  const int64_t steps = 20;
+  const fs::path run = run_root_ / "two";
+  auto workers = StartGpuWorkers({"--model", "cnn", "--optimizer", "sgd", "--seed", "7", "--max-steps",
+                                  std::to_string(steps), "--batch-per-replica", "32", "--verify-replicas",
+                                  "--log-every", "5", "--run-dir", run.string(), "--registration-timeout", "120",
+                                  "--collective-timeout", "120"});
+  ASSERT_EQ(workers.size(), 2u);
+  for (size_t i = 0; i < workers.size(); ++i) {
+    auto exit = workers[i]->WaitExit(300s);
+    ASSERT_TRUE(exit.has_value()) << "worker:" << i << " still runs:\n" << workers[i]->output();
+    EXPECT_TRUE(exit->success()) << "worker:" << i << " " << exit->ToString() << "\n" << workers[i]->output();
+  }
+  EXPECT_NE(workers[0]->output().find("worker:0 runs 1 GPU replica (GPU 0) (global ranks 0-0)"), std::string::npos)
+      << workers[0]->output();
+  EXPECT_NE(workers[0]->output().find("replicas identical: yes"), std::string::npos) << workers[0]->output();
+  const std::string fp0 = Fingerprint(workers[0]->output()), fp1 = Fingerprint(workers[1]->output());
+  EXPECT_FALSE(fp0.empty()) << workers[0]->output();
+  EXPECT_EQ(fp0, fp1) << "the two processes' final weights differ";
+
+  // The same update as one replica on the global batch (DATA sharding; SUM
+  // of gradients scaled by 1 / global batch). Only the order of float sums
+  // differs, and a bucket reduced before backward wrote it would not.
+  auto saved = CheckpointWeights(run, "cnn", steps);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  WorkerOptions alone = SgdOptions("cnn", steps, 64);
+  auto one = TrainInProcess(DeviceKind::kGpu, alone);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_LE(RelativeError(one->params, *saved, "cnn 1 GPU x 64 vs 2 processes x 32"), 1e-4);
+}
+
+TEST_F(GpuTrainTest, KilledPeerAbortsTheNcclCommunicatorAndTheOtherExitsThree) {
+  auto workers = StartGpuWorkers({"--model", "mlp", "--epochs", "50", "--log-every", "5", "--no-validate",
+                                  "--heartbeat-interval", "0.2", "--heartbeat-timeout", "1",
+                                  "--registration-timeout", "120"});
+  ASSERT_EQ(workers.size(), 2u);
+  ASSERT_TRUE(workers[0]->WaitForOutput("step 10/", 180s)) << workers[0]->output();
+  workers[1]->child().SignalGroup(SIGKILL);
+  const auto start = std::chrono::steady_clock::now();
+  auto exit = workers[0]->WaitExit(30s);
+  ASSERT_TRUE(exit.has_value()) << "worker:0 still runs after its peer was killed:\n" << workers[0]->output();
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  std::printf("worker:0 exited %s %lld ms after worker:1 was killed\n", exit->ToString().c_str(),
+              static_cast<long long>(took.count()));
+  EXPECT_EQ(exit->exit_code, kExitPeerFailed) << exit->ToString() << "\n" << workers[0]->output();
+  EXPECT_NE(workers[0]->output().find("worker:1"), std::string::npos) << workers[0]->output();
+  EXPECT_LE(took, 10s) << "heartbeat timeout 1 s; NCCL abort should follow at once";
+}
+
+}  // namespace
+}  // namespace mirrored
