@@ -4,7 +4,7 @@
 // "cudnnConvolutionForward(...) failed at gpu_backend.cc:120: CUDNN_STATUS_BAD_PARAM".
 //
 //   MIRRORED_CUDA_CHECK(cudaMalloc(&p, bytes));
-//   MIRRORED_CUBLAS_CHECK(cublasSgemm(handle, ...));
+//   MIRRORED_CUBLAS_CHECK(CublasLibrary::Get().Sgemm(handle, ...));   // cublas_library.h
 //   MIRRORED_CUDNN_CHECK(cudnnPoolingForward(handle, ...));
 #pragma once
 
@@ -34,7 +34,8 @@ class CudaError : public std::runtime_error {
   do {                                                                                                      \
     cublasStatus_t _mirrored_s = (call);                                                                    \
     if (_mirrored_s != CUBLAS_STATUS_SUCCESS)                                                               \
-      ::mirrored::model::ThrowCudaError(#call, __FILE__, __LINE__, cublasGetStatusString(_mirrored_s));   \
+      ::mirrored::model::ThrowCudaError(#call, __FILE__, __LINE__,                                          \
+                                        ::mirrored::model::CublasLibrary::Get().GetStatusString(_mirrored_s)); \
   } while (0)
 
 #define MIRRORED_CUDNN_CHECK(call)                                                                   \

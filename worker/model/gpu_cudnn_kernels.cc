@@ -3,6 +3,7 @@
 #include <map>
 #include <vector>
 
+#include "worker/model/cublas_library.h"
 #include "worker/model/cuda_check.h"
 #include "worker/model/gpu_kernels.h"
 
@@ -48,18 +49,18 @@ class CublasDense final : public DenseKernel {
   CublasDense(GpuContext* ctx, const DenseSpec& s) : ctx_(ctx), s_(s) {}
 
   void Forward(int n, const float* x, const float* w, const float* b, float* y) override {
-    MIRRORED_CUBLAS_CHECK(cublasSgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N, s_.out, n, s_.in, &kOne, w, s_.out,
+    MIRRORED_CUBLAS_CHECK(CublasLibrary::Get().Sgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N, s_.out, n, s_.in, &kOne, w, s_.out,
                                       x, s_.in, &kZero, y, s_.out));
     gpu::BiasAct(ctx_->stream(), y, b, size_t(n), s_.out, s_.relu);
   }
 
   void Backward(int n, const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) override {
     if (dx != nullptr) {  // dX^T[in, n] = W[in, out] dY^T[out, n]
-      MIRRORED_CUBLAS_CHECK(cublasSgemm(ctx_->cublas(), CUBLAS_OP_T, CUBLAS_OP_N, s_.in, n, s_.out, &kOne, w, s_.out,
+      MIRRORED_CUBLAS_CHECK(CublasLibrary::Get().Sgemm(ctx_->cublas(), CUBLAS_OP_T, CUBLAS_OP_N, s_.in, n, s_.out, &kOne, w, s_.out,
                                         dy, s_.out, &kZero, dx, s_.in));
     }
     // dW^T[out, in] = dY^T[out, n] X[n, in]
-    MIRRORED_CUBLAS_CHECK(cublasSgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_T, s_.out, s_.in, n, &kOne, dy, s_.out,
+    MIRRORED_CUBLAS_CHECK(CublasLibrary::Get().Sgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_T, s_.out, s_.in, n, &kOne, dy, s_.out,
                                       x, s_.in, &kZero, dw, s_.out));
     gpu::ColumnSums(ctx_->stream(), dy, size_t(n), s_.out, db);
   }
@@ -248,9 +249,10 @@ class CudnnBatchNorm final : public BatchNormKernel {
 GpuContext::GpuContext(int ordinal, bool allow_tf32) : ordinal_(ordinal), allow_tf32_(allow_tf32) {
   MIRRORED_CUDA_CHECK(cudaSetDevice(ordinal));
   MIRRORED_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  MIRRORED_CUBLAS_CHECK(cublasCreate(&cublas_));
-  MIRRORED_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
-  MIRRORED_CUBLAS_CHECK(cublasSetMathMode(cublas_, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
+  const CublasLibrary& cublas = CublasLibrary::Get();
+  MIRRORED_CUBLAS_CHECK(cublas.Create(&cublas_));
+  MIRRORED_CUBLAS_CHECK(cublas.SetStream(cublas_, stream_));
+  MIRRORED_CUBLAS_CHECK(cublas.SetMathMode(cublas_, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
   MIRRORED_CUDNN_CHECK(cudnnCreate(&cudnn_));
   MIRRORED_CUDNN_CHECK(cudnnSetStream(cudnn_, stream_));
 }
@@ -258,7 +260,7 @@ GpuContext::GpuContext(int ordinal, bool allow_tf32) : ordinal_(ordinal), allow_
 GpuContext::~GpuContext() {
   if (workspace_ != nullptr) cudaFree(workspace_);
   if (cudnn_ != nullptr) cudnnDestroy(cudnn_);
-  if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (cublas_ != nullptr) CublasLibrary::Get().Destroy(cublas_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
