@@ -95,10 +95,47 @@ TEST(EvaluatorLeaseTest, AcquireAndMarkEvaluated) {
   EXPECT_EQ(done->last_evaluated_step, 400);
   ASSERT_TRUE(EvaluatorLease::Acquire(env, dir.path(), 600).ok());
   EXPECT_EQ(EvaluatorLease::Read(env, dir.path())->last_evaluated_step, 400) << "progress kept";
+  EXPECT_FALSE(EvaluatorLease::Read(env, dir.path())->following) << "Acquire alone does not follow";
+  ASSERT_TRUE(EvaluatorLease::Follow(env, dir.path()).ok());
+  auto following = EvaluatorLease::Read(env, dir.path());
+  ASSERT_TRUE(following.ok());
+  EXPECT_TRUE(following->following);
+  EXPECT_FALSE(following->reading) << "Follow reads nothing";
+  EXPECT_EQ(following->last_evaluated_step, 400);
+  EXPECT_TRUE(following->Protects(401));
+  EXPECT_FALSE(following->Protects(400));
+  ASSERT_TRUE(EvaluatorLease::MarkEvaluated(env, dir.path(), 600).ok());
+  EXPECT_TRUE(EvaluatorLease::Read(env, dir.path())->following) << "MarkEvaluated keeps following";
+  ASSERT_TRUE(EvaluatorLease::Stop(env, dir.path()).ok());
+  auto stopped = EvaluatorLease::Read(env, dir.path());
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_FALSE(stopped->following);
+  EXPECT_EQ(stopped->last_evaluated_step, 600);
+  EXPECT_FALSE(stopped->Protects(601));
   // No temp files left behind.
   auto names = env->ListDir(CheckpointsDir(dir.path()));
   ASSERT_TRUE(names.ok());
   EXPECT_EQ(*names, std::vector<std::string>{kEvalLeaseFileName});
+}
+
+TEST(EvaluatorLeaseTest, ReadsOlderAndDamagedLeases) {
+  ScratchDir dir;
+  FileEnv* env = FileEnv::Default();
+  ASSERT_TRUE(env->CreateDir(CheckpointsDir(dir.path())).ok());
+  const std::string path = JoinPath(CheckpointsDir(dir.path()), kEvalLeaseFileName);
+  // Written before "following" existed: not following.
+  ASSERT_TRUE(WriteFileAtomically(env, CheckpointsDir(dir.path()), kEvalLeaseFileName, R"({"reading":"ckpt-5","last_evaluated_step":3})", ".t-").ok());
+  auto old = EvaluatorLease::Read(env, dir.path());
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->reading, 5);
+  EXPECT_FALSE(old->following);
+  EXPECT_TRUE(old->Protects(5));
+  EXPECT_FALSE(old->Protects(4));
+  ASSERT_TRUE(WriteFileAtomically(env, CheckpointsDir(dir.path()), kEvalLeaseFileName, R"({"reading":null,"following":"yes"})", ".t-").ok());
+  auto bad = EvaluatorLease::Read(env, dir.path());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(bad.status().message().find("\"following\""), std::string::npos) << bad.status();
 }
 
 }  // namespace

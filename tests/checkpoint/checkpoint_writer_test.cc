@@ -103,6 +103,46 @@ TEST(CheckpointWriterTest, PruningNeverRemovesTheLeasedCheckpoint) {
   EXPECT_EQ(CompleteSteps(dir.path()), (std::vector<int64_t>{50, 60}));
 }
 
+TEST(CheckpointWriterTest, AFollowingEvaluatorsBacklogIsKeptWithinTwiceK) {
+  ScratchDir dir;
+  FileEnv* env = FileEnv::Default();
+  CheckpointWriter writer(env, dir.path(), {.keep_checkpoints = 2});
+  ASSERT_TRUE(writer.Write(TestModel(10).Contents()).ok());
+  ASSERT_TRUE(EvaluatorLease::Follow(env, dir.path()).ok());
+  ASSERT_TRUE(EvaluatorLease::MarkEvaluated(env, dir.path(), 10).ok());
+  // Nothing after step 10 is evaluated: the backlog is kept among the newest
+  // 2K = 4, ckpt-10 (evaluated) goes as usual.
+  for (int64_t step : {20, 30, 40}) ASSERT_TRUE(writer.Write(TestModel(step).Contents()).ok());
+  EXPECT_EQ(CompleteSteps(dir.path()), (std::vector<int64_t>{20, 30, 40}));
+  ASSERT_TRUE(writer.Write(TestModel(50).Contents()).ok());
+  EXPECT_EQ(CompleteSteps(dir.path()), (std::vector<int64_t>{20, 30, 40, 50}));
+  EXPECT_EQ(CheckpointIndex::Read(env, dir.path())->kept, (std::vector<int64_t>{20, 30, 40, 50}));
+  // More than 2K behind: the oldest unevaluated one is pruned.
+  ASSERT_TRUE(writer.Write(TestModel(60).Contents()).ok());
+  EXPECT_EQ(CompleteSteps(dir.path()), (std::vector<int64_t>{30, 40, 50, 60}));
+  // The evaluator reads ckpt-30 and is done with it and ckpt-40: the writer
+  // keeps the newest K plus the rest of the backlog.
+  ASSERT_TRUE(EvaluatorLease::Acquire(env, dir.path(), 30).ok());
+  ASSERT_TRUE(EvaluatorLease::MarkEvaluated(env, dir.path(), 40).ok());
+  ASSERT_TRUE(writer.Write(TestModel(70).Contents()).ok());
+  EXPECT_EQ(CompleteSteps(dir.path()), (std::vector<int64_t>{50, 60, 70}));
+  // The evaluator ended: plain K again.
+  ASSERT_TRUE(EvaluatorLease::Stop(env, dir.path()).ok());
+  ASSERT_TRUE(writer.Write(TestModel(80).Contents()).ok());
+  EXPECT_EQ(CompleteSteps(dir.path()), (std::vector<int64_t>{70, 80}));
+}
+
+TEST(CheckpointWriterTest, TheReadCheckpointIsKeptBeyondTheBacklogBound) {
+  ScratchDir dir;
+  FileEnv* env = FileEnv::Default();
+  CheckpointWriter writer(env, dir.path(), {.keep_checkpoints = 1});
+  ASSERT_TRUE(EvaluatorLease::Follow(env, dir.path()).ok());
+  ASSERT_TRUE(writer.Write(TestModel(10).Contents()).ok());
+  ASSERT_TRUE(EvaluatorLease::Acquire(env, dir.path(), 10).ok());
+  for (int64_t step : {20, 30, 40}) ASSERT_TRUE(writer.Write(TestModel(step).Contents()).ok());
+  EXPECT_EQ(CompleteSteps(dir.path()), (std::vector<int64_t>{10, 30, 40}));
+}
+
 TEST(CheckpointWriterTest, RewritingAStepReplacesIt) {
   ScratchDir dir;
   CheckpointWriter writer(FileEnv::Default(), dir.path());

@@ -249,24 +249,35 @@ Status CheckpointWriter::UpdateIndexAndPrune(int64_t step) {
     if (s && *s != step) others.push_back(*s);
   }
   std::sort(others.rbegin(), others.rend());  // newest first
-  std::optional<int64_t> leased;
+  EvaluatorLease::State lease;
   bool prune = true;
-  StatusOr<EvaluatorLease::State> lease = EvaluatorLease::Read(env_, run_dir_);
-  if (lease.ok()) {
-    leased = lease->reading;
+  if (StatusOr<EvaluatorLease::State> read = EvaluatorLease::Read(env_, run_dir_); read.ok()) {
+    lease = *read;
   } else {
     MIRRORED_LOG(WARNING) << "not pruning old checkpoints: cannot read the evaluator's lease: "
-                          << lease.status();
+                          << read.status();
     prune = false;
   }
   CheckpointIndex index;
   index.latest = step;
   index.kept.push_back(step);
   std::vector<int64_t> doomed;
+  const size_t keep = static_cast<size_t>(options_.keep_checkpoints);
   for (size_t i = 0; i < others.size(); ++i) {
-    const bool keep =
-        !prune || static_cast<int>(i) < options_.keep_checkpoints - 1 || others[i] == leased;
-    (keep ? index.kept : doomed).push_back(others[i]);
+    // `others` is newest first; with the one just written, the newest K are
+    // kept, and for a following evaluator its backlog among the newest 2K.
+    const bool kept = !prune || i + 1 < keep || others[i] == lease.reading ||
+                      (i + 1 < 2 * keep && lease.Protects(others[i]));
+    (kept ? index.kept : doomed).push_back(others[i]);
+    if (!kept && lease.Protects(others[i])) {
+      MIRRORED_LOG(WARNING) << "pruning " << CheckpointDirName(others[i])
+                            << " before the evaluator evaluated it: the evaluator is more than "
+                            << 2 * keep << " checkpoints behind (2 x --keep-checkpoints "
+                            << keep << "); its last evaluated step is "
+                            << (lease.last_evaluated_step
+                                    ? std::to_string(*lease.last_evaluated_step)
+                                    : std::string("none"));
+    }
   }
   std::sort(index.kept.begin(), index.kept.end());
   // The index first: a crash after it leaves extra directories, which the

@@ -7,8 +7,9 @@
 // what they open, so they never see a partial one.
 //
 // Pruning keeps the checkpoint just written plus the newest
-// `keep_checkpoints - 1` others, and never the one an evaluator leases
-// (evaluator_lease.h). A pruned directory is first renamed to a ".tmp-"
+// `keep_checkpoints - 1` others, never the one an evaluator reads, and, while
+// an evaluator follows the job, the ones it has not evaluated yet among the
+// newest 2 x `keep_checkpoints` (evaluator_lease.h). A pruned directory is first renamed to a ".tmp-"
 // name, so no ckpt-* is ever half deleted. Stray ".tmp-*" entries (left by a
 // crashed write) are removed by the first write of each CheckpointWriter.
 //

@@ -29,6 +29,11 @@ StatusOr<EvaluatorLease::State> EvaluatorLease::Read(FileEnv* env, const std::st
       return DataLossError(path + ": \"last_evaluated_step\" is not an integer");
     state.last_evaluated_step = done->get<int64_t>();
   }
+  auto following = json.find("following");
+  if (following != json.end() && !following->is_null()) {
+    if (!following->is_boolean()) return DataLossError(path + ": \"following\" is not a boolean");
+    state.following = following->get<bool>();
+  }
   return state;
 }
 
@@ -39,23 +44,47 @@ Status EvaluatorLease::Write(FileEnv* env, const std::string& run_dir, const Sta
   json["last_evaluated_step"] = state.last_evaluated_step
                                     ? nlohmann::json(*state.last_evaluated_step)
                                     : nlohmann::json(nullptr);
+  json["following"] = state.following;
   // Not kTempPrefix: the chief removes stray ".tmp-*" entries, and must not
   // remove the evaluator's temp file while the evaluator writes it.
   return WriteFileAtomically(env, CheckpointsDir(run_dir), kEvalLeaseFileName, json.dump() + "\n",
                              ".eval-lease-");
 }
 
-Status EvaluatorLease::Acquire(FileEnv* env, const std::string& run_dir, int64_t step) {
+EvaluatorLease::State EvaluatorLease::ReadOrEmpty(FileEnv* env, const std::string& run_dir) {
   StatusOr<State> state = Read(env, run_dir);
-  State next = state.ok() ? *state : State{};
+  return state.ok() ? *state : State{};
+}
+
+Status EvaluatorLease::Follow(FileEnv* env, const std::string& run_dir) {
+  // The evaluator may start before the chief has written anything.
+  if (Status made = env->CreateDir(CheckpointsDir(run_dir));
+      !made.ok() && made.code() != StatusCode::kAlreadyExists) {
+    return made;
+  }
+  State next = ReadOrEmpty(env, run_dir);
+  next.reading = std::nullopt;
+  next.following = true;
+  return Write(env, run_dir, next);
+}
+
+Status EvaluatorLease::Acquire(FileEnv* env, const std::string& run_dir, int64_t step) {
+  State next = ReadOrEmpty(env, run_dir);
   next.reading = step;
   return Write(env, run_dir, next);
 }
 
 Status EvaluatorLease::MarkEvaluated(FileEnv* env, const std::string& run_dir, int64_t step) {
-  State next;
+  State next = ReadOrEmpty(env, run_dir);
   next.reading = std::nullopt;
   next.last_evaluated_step = step;
+  return Write(env, run_dir, next);
+}
+
+Status EvaluatorLease::Stop(FileEnv* env, const std::string& run_dir) {
+  State next = ReadOrEmpty(env, run_dir);
+  next.reading = std::nullopt;
+  next.following = false;
   return Write(env, run_dir, next);
 }
 

@@ -1,21 +1,30 @@
-// How the evaluator keeps the chief from pruning the checkpoint it reads,
-// across machines sharing RUN_DIR, with no coordination service: a lease
-// file, RUN_DIR/checkpoints/eval-lease, rewritten atomically by the
-// evaluator (the only writer), read by the chief's CheckpointWriter before
-// pruning:
-//   {"reading": "ckpt-400" | null, "last_evaluated_step": 200 | null}
+// How the evaluator keeps the chief from pruning checkpoints it has not
+// evaluated yet, across machines sharing RUN_DIR, with no coordination
+// service: a lease file, RUN_DIR/checkpoints/eval-lease, rewritten atomically
+// by the evaluator (the only writer), read by the chief's CheckpointWriter
+// before pruning:
+//   {"reading": "ckpt-400" | null, "last_evaluated_step": 200 | null,
+//    "following": true | false}
 // The chief never deletes the checkpoint named by "reading", however old.
-// The evaluator protocol: pick a complete checkpoint (normally the newest,
-// which pruning always keeps), Acquire(step), then open and validate it;
-// if that fails with NotFound/DataLoss (pruned in the instant before the
-// lease landed: only possible when --keep-checkpoints new checkpoints
-// appeared meanwhile) pick again. MarkEvaluated(step) releases the lease
-// and records progress, so a restarted evaluator resumes after `step`.
-// A crashed evaluator's lease protects one checkpoint until it restarts.
+// While "following" is true (an evaluator is running, or died without
+// finishing), it also keeps the checkpoints after "last_evaluated_step" (the
+// evaluator's backlog) that are among the newest 2 x --keep-checkpoints: an
+// evaluator loses a checkpoint only when it falls that far behind (the chief
+// warns, naming it), and disk use stays bounded even if the evaluator died.
 //
+// The evaluator protocol: Follow() when it starts; pick the oldest complete
+// checkpoint after its progress, Acquire(step), then open and validate it;
+// if that fails with NotFound/DataLoss (pruned in the instant before the
+// lease landed) skip it. MarkEvaluated(step) releases "reading" and records
+// progress, so a restarted evaluator resumes after `step`. Stop() when it
+// ends normally (final checkpoint, --max-evaluations, --eval-timeout): a
+// later job on the same RUN_DIR without an evaluator prunes as usual.
+//
+//   MIRRORED_RETURN_IF_ERROR(EvaluatorLease::Follow(env, run_dir));
 //   MIRRORED_RETURN_IF_ERROR(EvaluatorLease::Acquire(env, run_dir, 400));
 //   ... evaluate ckpt-400 ...
 //   MIRRORED_RETURN_IF_ERROR(EvaluatorLease::MarkEvaluated(env, run_dir, 400));
+//   MIRRORED_RETURN_IF_ERROR(EvaluatorLease::Stop(env, run_dir));
 #pragma once
 
 #include <cstdint>
@@ -33,19 +42,36 @@ class EvaluatorLease {
   struct State {
     std::optional<int64_t> reading;              // protected from pruning
     std::optional<int64_t> last_evaluated_step;  // progress, for a restarted evaluator
+    bool following = false;                      // the backlog after it is protected too
+
+    // Whether the chief must keep ckpt-<step> for the evaluator: it reads
+    // it, or it is in the followed backlog.
+    bool Protects(int64_t step) const {
+      return step == reading ||
+             (following && (!last_evaluated_step || step > *last_evaluated_step));
+    }
   };
 
   // The current lease; an absent file reads as no lease. A malformed file is
-  // DataLoss (the writer then prunes nothing older than the newest K, and
-  // warns).
+  // DataLoss (the writer then prunes nothing, and warns). A file without
+  // "following" (written before it existed) reads as not following.
   static StatusOr<State> Read(FileEnv* env, const std::string& run_dir);
-  // Protects ckpt-<step> from pruning, keeping the recorded progress.
+  // Marks an evaluator as following the job, keeping the recorded progress
+  // (creates RUN_DIR/checkpoints/ if the chief has not yet).
+  static Status Follow(FileEnv* env, const std::string& run_dir);
+  // Protects ckpt-<step> from pruning, keeping the rest of the lease.
   static Status Acquire(FileEnv* env, const std::string& run_dir, int64_t step);
-  // Releases the lease and records `step` as evaluated.
+  // Releases "reading" and records `step` as evaluated, keeping "following".
   static Status MarkEvaluated(FileEnv* env, const std::string& run_dir, int64_t step);
+  // The evaluator has ended normally: nothing is protected any more; the
+  // progress is kept.
+  static Status Stop(FileEnv* env, const std::string& run_dir);
 
  private:
   static Status Write(FileEnv* env, const std::string& run_dir, const State& state);
+  // Read() for the evaluator's own updates: a missing or damaged lease
+  // starts from nothing.
+  static State ReadOrEmpty(FileEnv* env, const std::string& run_dir);
 };
 
 }  // namespace mirrored

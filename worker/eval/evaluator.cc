@@ -50,14 +50,23 @@ void Print(const std::string& text) {
   (void)!write(STDOUT_FILENO, line.data(), line.size());
 }
 
+// A normal end: the chief need not keep a backlog for this evaluator any
+// more (an evaluator that fails keeps it, for its restart).
+StatusOr<EvaluationSummary> Finish(FileEnv* env, const std::string& run_dir, const EvaluationSummary& summary) {
+  MIRRORED_RETURN_IF_ERROR(EvaluatorLease::Stop(env, run_dir));
+  return summary;
+}
+
 }  // namespace
 
 StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
   if (options.run_dir.empty()) return InvalidArgumentError("the evaluator needs --run-dir (the job's run directory)");
-  MIRRORED_ASSIGN_OR_RETURN(data::FashionMnist data, data::FashionMnist::Load(options.data_dir));
   FileEnv* env = FileEnv::Default();
   std::error_code ec;
   std::filesystem::create_directories(options.run_dir, ec);
+  // First of all, so that the chief keeps what this evaluator has not seen.
+  MIRRORED_RETURN_IF_ERROR(EvaluatorLease::Follow(env, options.run_dir));
+  MIRRORED_ASSIGN_OR_RETURN(data::FashionMnist data, data::FashionMnist::Load(options.data_dir));
   MIRRORED_ASSIGN_OR_RETURN(auto metrics, MetricsLog::Open(options.run_dir + "/metrics.jsonl"));
   MIRRORED_ASSIGN_OR_RETURN(auto events, EventWriter::Create(options.run_dir + "/logs/eval"));
   CheckpointReader reader(env, options.run_dir);
@@ -123,14 +132,15 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
       summary.last_accuracy = accuracy;
       if (st.final) {
         summary.saw_final = true;
-        return summary;
+        return Finish(env, options.run_dir, summary);
       }
-      if (options.max_evaluations > 0 && summary.evaluations >= options.max_evaluations) return summary;
+      if (options.max_evaluations > 0 && summary.evaluations >= options.max_evaluations)
+        return Finish(env, options.run_dir, summary);
     }
     if (timeout.count() > 0 && Clock::now() - last_progress >= timeout) {
       MIRRORED_LOG(WARNING) << "no new checkpoint for " << options.eval_timeout_sec
                             << " s (--eval-timeout): stopping after " << summary.evaluations << " evaluation(s)";
-      return summary;
+      return Finish(env, options.run_dir, summary);
     }
     // Polling is the contract (--poll-interval): the run directory may be on
     // another machine's file system, with nothing to wait on.
