@@ -236,6 +236,17 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
   return outcome;
 }
 
+namespace {
+
+// A training task's own exit 143 is not a crash: it received SIGTERM (a
+// scheduler preempting it), stopped with the others at an agreed step and
+// the chief checkpointed that step (worker/train/preemption.h).
+bool Preempted(const TaskResult& r) {
+  return r.is_training && r.exit.exit_code == kExitPreempted;
+}
+
+}  // namespace
+
 std::string FormatFailureReport(const JobOutcome& outcome) {
   std::ostringstream out;
   if (outcome.stop_signal) {
@@ -243,21 +254,38 @@ std::string FormatFailureReport(const JobOutcome& outcome) {
   }
   if (!outcome.first_failure) return out.str();
   const TaskResult& f = *outcome.first_failure;
+  const bool preempted = Preempted(f);
   std::time_t t = std::chrono::system_clock::to_time_t(f.ended_at);
   std::tm tm{};
   localtime_r(&t, &tm);
   char when[32];
   std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-  out << "==== job failed ====\n";
-  out << "first failure: task " << f.name << " ended with " << f.exit.ToString() << " at " << when
-      << "\n";
+  if (preempted) {
+    out << "==== job preempted ====\n";
+    out << "first: task " << f.name << " ended with " << f.exit.ToString()
+        << " (preempted: a SIGTERM reached the job, every task stopped after the same step and the "
+           "chief checkpointed it) at "
+        << when << "\n";
+  } else {
+    out << "==== job failed ====\n";
+    out << "first failure: task " << f.name << " ended with " << f.exit.ToString() << " at "
+        << when << "\n";
+  }
   for (const auto& r : outcome.tasks) {
     if (r.name == f.name) continue;
-    out << "  " << r.name << ": " << r.exit.ToString()
-        << (r.stopped_by_supervisor ? " (stopped by the launcher)" : "") << "\n";
+    out << "  " << r.name << ": " << r.exit.ToString();
+    if (preempted && Preempted(r)) {
+      out << " (preempted)";
+    } else if (r.stopped_by_supervisor) {
+      out << " (stopped by the launcher)";
+    }
+    out << "\n";
   }
   out << "last " << f.last_lines.size() << " lines of " << f.name << ":\n";
   for (const auto& line : f.last_lines) out << "  | " << line << "\n";
+  if (preempted) {
+    out << "the same command on the same --run-dir resumes from that checkpoint, losing no step\n";
+  }
   return out.str();
 }
 

@@ -100,6 +100,27 @@ TEST_F(JobSupervisorTest, FirstFailureStopsTheOthersAndIsReported) {
   EXPECT_NE(report.find("  | boom"), std::string::npos) << report;
 }
 
+// A worker that exits 143 by itself was preempted (it checkpointed with the
+// others): the report says so instead of calling it a failure, and does not
+// claim the launcher stopped the others that exit 143 too.
+TEST_F(JobSupervisorTest, PreemptionIsReportedAsSuch) {
+  JobSupervisor supervisor(console_.get(), {.grace_period = 5s});
+  auto outcome =
+      supervisor.Run({Shell("worker:0", "trap 'exit 143' TERM; sleep 30 & wait"),
+                      Shell("worker:1", "echo 'preempted: stopped after step 40'; exit 143")});
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->exit_code, 143);
+  ASSERT_TRUE(outcome->first_failure.has_value());
+  EXPECT_EQ(outcome->first_failure->name, "worker:1");
+  std::string report = FormatFailureReport(*outcome);
+  EXPECT_NE(report.find("==== job preempted ===="), std::string::npos) << report;
+  EXPECT_EQ(report.find("job failed"), std::string::npos) << report;
+  EXPECT_NE(report.find("first: task worker:1 ended with exit code 143 (preempted:"), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("  worker:0: exit code 143 (preempted)\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("resumes from that checkpoint"), std::string::npos) << report;
+}
+
 TEST_F(JobSupervisorTest, TaskIgnoringSigtermIsKilledAfterTheGracePeriod) {
   ASSERT_EQ(mkfifo((dir_ / "fifo").c_str(), 0600), 0);
   JobSupervisor supervisor(console_.get(), {.grace_period = 300ms});
