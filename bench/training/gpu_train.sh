@@ -30,6 +30,8 @@ done
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(cd "$build/bin" && pwd) || exit 2
 export MIRRORED_BIN_DIR=$bin MIRRORED_DATA_DIR=$data
+# Here a GPU is expected: a gpu test that finds none fails instead of skipping.
+export MIRRORED_REQUIRE_GPU=1
 warm=$((steps / 6)); [ "$warm" -lt 1 ] && warm=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/util/gpu_test_util.h"
 #include "worker/comm/nccl_replica_group.h"
 
 extern char** environ;
@@ -33,14 +34,20 @@ namespace {
 
 using namespace std::chrono_literals;
 
-int DeviceCount() {
+int DeviceCount(std::string* error = nullptr) {
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) return 0;
+  if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
+    if (error != nullptr) *error = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e);
+    return 0;
+  }
+  if (count == 0 && error != nullptr) *error = "cudaGetDeviceCount found none";
   return count;
 }
 
-#define SKIP_WITHOUT_GPU() \
-  if (DeviceCount() == 0) GTEST_SKIP() << "no CUDA device"
+#define SKIP_WITHOUT_GPU()                                  \
+  std::string _mirrored_gpu_error;                          \
+  const int _mirrored_gpus = DeviceCount(&_mirrored_gpu_error); \
+  MIRRORED_SKIP_OR_FAIL_WITHOUT_GPU(_mirrored_gpus, _mirrored_gpu_error)
 
 std::string NewUniqueId() {
   ncclUniqueId id;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "tests/util/gpu_test_util.h"
 #include "worker/model/model.h"
 #include "worker/model/optimizer.h"
 
@@ -31,7 +32,7 @@ void ExpectClose(const std::vector<float>& a, const std::vector<float>& b, doubl
 class GpuCpuTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (GpuDeviceCount() == 0) GTEST_SKIP() << "no CUDA device visible";
+    MIRRORED_SKIP_OR_FAIL_WITHOUT_GPU(GpuDeviceCount(), "GpuDeviceCount() is 0");
   }
 };
 

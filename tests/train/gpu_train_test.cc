@@ -22,6 +22,7 @@
 
 #include "common/cluster/tf_config_parser.h"
 #include "launcher/job/port_reservation.h"
+#include "tests/util/gpu_test_util.h"
 #include "tests/util/process_test_util.h"
 #include "tests/util/worker_process.h"
 #include "worker/checkpoint/checkpoint_reader.h"
@@ -57,7 +58,7 @@ class GpuTrainTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const GpuProbe probe = ProbeGpus();
-    if (probe.count == 0) GTEST_SKIP() << "no CUDA device (" << probe.error << ")";
+    MIRRORED_SKIP_OR_FAIL_WITHOUT_GPU(probe.count, probe.error);
     ASSERT_TRUE(fs::exists(DataDir() + "/train-images-idx3-ubyte.gz"))
         << "a GPU is visible but Fashion-MNIST is not in " << DataDir() << " (set MIRRORED_DATA_DIR)";
     run_root_ = fs::temp_directory_path() / ("mirrored-gpu-train-" + std::to_string(getpid()) + "-" +

@@ -150,7 +150,8 @@ std::unique_ptr<Backend> MakeCpuBackend() { return std::make_unique<CpuBackend>(
 #if !MIRRORED_WITH_CUDA
 StatusOr<std::unique_ptr<Backend>> MakeGpuBackend(int ordinal) {
   return UnavailableError("GPU " + std::to_string(ordinal) +
-                          " requested but mirrored was built without CUDA (MIRRORED_WITH_CUDA=OFF)");
+                          " requested but no CUDA device can be used: mirrored was built without CUDA "
+                          "(MIRRORED_WITH_CUDA=OFF)");
 }
 int GpuDeviceCount() { return 0; }
 #endif

@@ -1,6 +1,8 @@
 #include "worker/model/gpu_cudnn_kernels.h"
 
+#include <algorithm>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "worker/model/cublas_library.h"
@@ -138,28 +140,37 @@ class CudnnConv final : public ConvKernel {
     int got = 0;
     cudnnConvolutionFwdAlgoPerf_t fwd[8];
     MIRRORED_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, x_.get(), filter_, conv_, y_.get(), 8, &got, fwd));
-    a.fwd = fwd[0].algo;
-    for (int i = got - 1; i >= 0; --i)
-      if (fwd[i].status == CUDNN_STATUS_SUCCESS) a.fwd = fwd[i].algo;
+    a.fwd = FirstSupported(fwd, got, "convolution forward");
     MIRRORED_CUDNN_CHECK(
         cudnnGetConvolutionForwardWorkspaceSize(h, x_.get(), filter_, conv_, y_.get(), a.fwd, &a.fwd_bytes));
     cudnnConvolutionBwdDataAlgoPerf_t bd[8];
     MIRRORED_CUDNN_CHECK(
         cudnnGetConvolutionBackwardDataAlgorithm_v7(h, filter_, y_.get(), conv_, x_.get(), 8, &got, bd));
-    a.bwd_data = bd[0].algo;
-    for (int i = got - 1; i >= 0; --i)
-      if (bd[i].status == CUDNN_STATUS_SUCCESS) a.bwd_data = bd[i].algo;
+    a.bwd_data = FirstSupported(bd, got, "convolution backward data");
     MIRRORED_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, filter_, y_.get(), conv_, x_.get(),
                                                                       a.bwd_data, &a.bwd_data_bytes));
     cudnnConvolutionBwdFilterAlgoPerf_t bf[8];
     MIRRORED_CUDNN_CHECK(
         cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x_.get(), y_.get(), conv_, filter_, 8, &got, bf));
-    a.bwd_filter = bf[0].algo;
-    for (int i = got - 1; i >= 0; --i)
-      if (bf[i].status == CUDNN_STATUS_SUCCESS) a.bwd_filter = bf[i].algo;
+    a.bwd_filter = FirstSupported(bf, got, "convolution backward filter");
     MIRRORED_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, x_.get(), y_.get(), conv_, filter_,
                                                                         a.bwd_filter, &a.bwd_filter_bytes));
+    // Grown here (Forward), never in Backward: cudaFree synchronises the
+    // device, which must not happen while bucket all-reduces are in flight.
+    ctx_->Workspace(std::max({a.fwd_bytes, a.bwd_data_bytes, a.bwd_filter_bytes}));
     return algos_.emplace(n, a).first->second;
+  }
+
+  // The first algorithm cuDNN's heuristics rank as supported, in their order.
+  template <typename Perf>
+  auto FirstSupported(const Perf* perf, int got, const char* what) const -> decltype(perf->algo) {
+    for (int i = 0; i < got; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS) return perf[i].algo;
+    throw CudaError(std::string(what) + ": cuDNN offers no supported algorithm for a " +
+                    std::to_string(s_.kernel) + "x" + std::to_string(s_.kernel) + " stride " +
+                    std::to_string(s_.stride) + " convolution " + std::to_string(s_.in_c) + " -> " +
+                    std::to_string(s_.out_c) + " channels on " + std::to_string(s_.in_h) + "x" +
+                    std::to_string(s_.in_w) + " (NHWC float32)");
   }
 
   GpuContext* ctx_;

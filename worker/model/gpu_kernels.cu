@@ -22,7 +22,7 @@ __global__ void ReluK(const float* x, float* y, size_t n) {
   MIRRORED_GRID_LOOP(i, n) y[i] = fmaxf(x[i], 0.f);
 }
 __global__ void ReluMaskK(const float* y, float* dy, size_t n) {
-  MIRRORED_GRID_LOOP(i, n) if (y[i] <= 0.f) dy[i] = 0.f;
+  MIRRORED_GRID_LOOP(i, n) if (!(y[i] > 0.f)) dy[i] = 0.f;  // NaN too, as on the CPU
 }
 __global__ void AddReluK(const float* a, const float* b, float* y, size_t n) {
   MIRRORED_GRID_LOOP(i, n) y[i] = fmaxf(a[i] + b[i], 0.f);
