@@ -64,6 +64,9 @@ class DeviceBuffer {
   void Set(const std::vector<float>& v) {
     ASSERT_EQ(v.size(), n_);
     ASSERT_EQ(cudaMemcpy(p_, v.data(), n_ * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    // From pageable memory cudaMemcpy may return before the DMA lands, and
+    // NCCL's non-blocking stream is not ordered after it.
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
   std::vector<float> Get() {
     std::vector<float> v(n_);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -192,6 +193,62 @@ TEST(GradientBucketerTest, FenceErrorsFailTheStepWithoutReducingThatBucket) {
     EXPECT_NE(s.message().find(fail_in_wait ? "cudaStreamWaitEvent" : "cudaEventRecord"), std::string::npos) << s;
     EXPECT_EQ(rec.Find("reduce 16+32"), -1) << rec.Dump();  // bucket 1 = tensors 2, 1
   }
+}
+
+// An all-reduce that only returns when aborted (as a collective whose peer
+// vanished would, until its watchdog fires).
+class HangingCommunicator : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int world_size() const override { return 2; }
+  Status AllReduce(float*, size_t, ReduceOp) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    // Bounded, so that a regression fails the test instead of hanging it.
+    if (!cv_.wait_for(lock, std::chrono::seconds(60), [&] { return aborted_; }))
+      return DeadlineExceededError("test communicator: never aborted");
+    returned_by_abort_ = true;
+    return AbortedError(reason_);
+  }
+  Status Broadcast(float*, size_t, int) override { return OkStatus(); }
+  Status Barrier() override { return OkStatus(); }
+  void Abort(const Status& reason) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      aborted_ = true;
+      reason_ = reason.message();
+    }
+    cv_.notify_all();
+  }
+  bool returned_by_abort() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return returned_by_abort_;
+  }
+  std::string reason() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return reason_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool aborted_ = false, returned_by_abort_ = false;
+  std::string reason_;
+};
+
+TEST(GradientBucketerTest, AFailedFinishAbortsTheCollectiveInFlight) {
+  std::vector<float> g(64);
+  HangingCommunicator comm;
+  {
+    GradientBucketer b({{0, 16}, {16, 16}}, g.data(), &comm,
+                       {.bucket_bytes = 64, .first_bucket_bytes = 64, .timeout = std::chrono::milliseconds(100)});
+    b.BeginStep();
+    b.Ready(1);
+    b.Ready(0);
+    Status s = b.Finish();
+    EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s;
+    EXPECT_NE(comm.reason().find("did not finish within 100 ms"), std::string::npos) << comm.reason();
+  }  // the destructor joins the communication thread
+  EXPECT_TRUE(comm.returned_by_abort()) << "the all-reduce in flight was not aborted";
 }
 
 }  // namespace

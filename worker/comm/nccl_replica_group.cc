@@ -94,6 +94,8 @@ Status InitAll(std::vector<Pending>& pending, const NcclReplicaGroupOptions& o) 
     MIRRORED_CUDA_RETURN_IF_ERROR(cudaSetDevice(p.device));
     MIRRORED_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking));
     MIRRORED_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&p.scratch), sizeof(float)));
+    // The barrier all-reduces it: a defined value, never a NaN from garbage.
+    MIRRORED_CUDA_RETURN_IF_ERROR(cudaMemset(p.scratch, 0, sizeof(float)));
   }
   ncclUniqueId id;
   std::memcpy(id.internal, o.unique_id.data(), kUniqueIdBytes);
@@ -156,15 +158,18 @@ NcclReplicaGroup::~NcclReplicaGroup() {
     // ncclCommFinalize flushes outstanding work and is matched across the
     // local communicators, hence one group; non-blocking, so wait with a
     // deadline and fall back to abort (a peer may already be gone).
-    bool finalized = ncclGroupStart() == ncclSuccess;
+    const bool grouped = ncclGroupStart() == ncclSuccess;
+    bool finalized = grouped;
     for (auto& c : communicators_) {
       if (!finalized) break;
       cudaSetDevice(c->device());
       const ncclResult_t rc = ncclCommFinalize(c->comm_for_group());
       finalized = rc == ncclSuccess || rc == ncclInProgress;
     }
-    const ncclResult_t end = ncclGroupEnd();
-    finalized = finalized && (end == ncclSuccess || end == ncclInProgress);
+    if (grouped) {  // a started group is always closed
+      const ncclResult_t end = ncclGroupEnd();
+      finalized = finalized && (end == ncclSuccess || end == ncclInProgress);
+    }
     const auto deadline = std::chrono::steady_clock::now() + std::min(options_.timeout, std::chrono::milliseconds(30000));
     for (auto& c : communicators_) {
       while (finalized) {

@@ -102,22 +102,30 @@ void GradientBucketer::CommLoop() {
 }
 
 Status GradientBucketer::Finish() {
-  std::unique_lock<std::mutex> lock(mu_);
-  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
-  bool done = cv_.wait_until(lock, deadline, [&] { return reduced_ == buckets_.size() || !error_.ok(); });
-  step_open_ = false;
-  if (!error_.ok()) return error_;
-  if (!done) {
-    for (size_t b = 0; b < buckets_.size(); ++b) {
-      if (pending_[b] > 0) {
-        return FailedPreconditionError("gradient bucket " + std::to_string(b) + " still waits for " +
-                                       std::to_string(pending_[b]) + " tensor(s): backward did not report them");
+  Status status = [&] {
+    std::unique_lock<std::mutex> lock(mu_);
+    const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+    bool done = cv_.wait_until(lock, deadline, [&] { return reduced_ == buckets_.size() || !error_.ok(); });
+    step_open_ = false;
+    if (!error_.ok()) return error_;
+    if (!done) {
+      for (size_t b = 0; b < buckets_.size(); ++b) {
+        if (pending_[b] > 0) {
+          return FailedPreconditionError("gradient bucket " + std::to_string(b) + " still waits for " +
+                                         std::to_string(pending_[b]) +
+                                         " tensor(s): backward did not report them");
+        }
       }
+      return DeadlineExceededError("gradient all-reduce did not finish within " +
+                                   std::to_string(options_.timeout.count()) + " ms");
     }
-    return DeadlineExceededError("gradient all-reduce did not finish within " +
-                                 std::to_string(options_.timeout.count()) + " ms");
-  }
-  return OkStatus();
+    return OkStatus();
+  }();
+  // A failed step ends training: abort the communicator, so that an
+  // all-reduce still in flight on the communication thread returns now and
+  // the destructor's join does not wait out that collective's own timeout.
+  if (!status.ok()) comm_->Abort(status);
+  return status;
 }
 
 }  // namespace mirrored

@@ -82,6 +82,9 @@ class GradientBucketer {
   // Waits for every bucket's all-reduce. Errors: the communicator's
   // (Aborted, DeadlineExceeded naming the collective), FailedPrecondition if
   // some tensor was never reported ready, DeadlineExceeded after `timeout`.
+  // Any error also aborts the communicator (the step, and training, have
+  // failed): a collective still in flight returns instead of holding the
+  // destructor until its own timeout.
   Status Finish();
 
  private:

@@ -83,8 +83,14 @@ std::string GlooInterfaceAddress(const std::optional<HostPort>& mine, const Host
 
 MirroredStrategy::~MirroredStrategy() {
   // Order: communicators, then the agent (its threads may call OnJobError),
-  // then the server and the service it serves.
-  replicas_.reset();
+  // then the server and the service it serves. An OnJobError in progress
+  // holds its own reference: the group is destroyed by whoever lets go last.
+  std::shared_ptr<ReplicaGroup> replicas;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    replicas = std::move(replicas_);
+  }
+  replicas.reset();
   process_group_.reset();
   store_.reset();
   agent_.reset();
@@ -254,18 +260,17 @@ std::string MirroredStrategy::Describe() const {
 }
 
 void MirroredStrategy::OnJobError(const Status& error) {
+  std::shared_ptr<ReplicaGroup> replicas;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (job_error_.ok()) job_error_ = error;
+    replicas = replicas_;
   }
-  cv_.notify_all();
-  ReplicaGroup* replicas = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    replicas = replicas_.get();
-  }
-  // Aborts the NCCL communicators (ncclCommAbort) or fails the CPU barriers.
+  // Aborts the NCCL communicators (ncclCommAbort) or fails the CPU barriers,
+  // before RunReplicas is woken: it may return, and the group be destroyed,
+  // as soon as it sees the error.
   if (replicas != nullptr) replicas->Abort(error);
+  cv_.notify_all();
   // A replica blocked inside a transport call cannot be woken; do not let it
   // hold the process: wait a bounded grace for the replicas to return.
   std::unique_lock<std::mutex> lock(mu_);
@@ -293,6 +298,14 @@ Status MirroredStrategy::job_error() const {
 
 void MirroredStrategy::ReportError(const Status& error) {
   if (agent_) (void)agent_->ReportError(error);
+  // This task is failing: abort its communicators too, so that destroying
+  // them does not wait on peers (NCCL's finalize holds a barrier with them).
+  std::shared_ptr<ReplicaGroup> replicas;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    replicas = replicas_;
+  }
+  if (replicas != nullptr) replicas->Abort(error);
 }
 
 Status MirroredStrategy::RunReplicas(const std::function<Status(ReplicaContext&)>& fn) {

@@ -169,7 +169,10 @@ class MirroredStrategy {
   std::unique_ptr<coordination::CoordinationAgent> agent_;
   std::unique_ptr<coordination::CoordinationGlooStore> store_;
   std::unique_ptr<GlooProcessGroup> process_group_;
-  std::unique_ptr<ReplicaGroup> replicas_;  // CpuReplicaGroup or NcclReplicaGroup
+  // CpuReplicaGroup or NcclReplicaGroup. Shared with OnJobError (an agent
+  // thread), so that an abort in progress keeps the group alive while the
+  // strategy is being destroyed; set under mu_ before replicas run.
+  std::shared_ptr<ReplicaGroup> replicas_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
