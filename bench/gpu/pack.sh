@@ -12,9 +12,10 @@
 # OUTDIR layout: bin/ (binaries), lib/ (non-CUDA libraries, always used),
 # lib-fallback/ (libstdc++, libgcc_s: used only when the machine's own are
 # older than the build's), data/ (Fashion-MNIST), run (the wrapper).
-# To carry it with the device tool, put OUTDIR under .carry/ (ignored by git)
-# and name it in `carry`; --archive writes a tar.xz of it (about half the size)
-# for when the directory is over the 64 MiB limit.
+# The directory is about 100 MiB (oneDNN alone is 38 MiB, the data 29 MiB),
+# over the device tool's 64 MiB carry limit: carry the --archive instead
+# (tar.xz, about 45 MiB), e.g. --archive .carry/gpu.tar.xz with OUTDIR outside
+# the repository, and on the device: tar -C /tmp -xJf .carry/gpu.tar.xz.
 # Check here: OUTDIR/run ldd OUTDIR/bin/mirrored-worker  (non-CUDA libraries resolve into OUTDIR/lib).
 set -euo pipefail
 usage="usage: pack.sh BUILD_DIR OUTDIR [--data DIR | --no-data] [--archive FILE.tar.xz] [--bins \"a b\"]"
@@ -116,6 +117,9 @@ path=""
 for d in "${dirs[@]}"; do
   case ":$path:" in *":$d:"*) ;; *) path="${path:+$path:}$d" ;; esac
 done
+# What the machine had, for programs that must not see the pack's libraries
+# (PyTorch in bench/training/gpu_train.sh).
+export MIRRORED_ORIG_LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}"
 export LD_LIBRARY_PATH="$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # The build's libstdc++ only where the machine's is older (a missing GLIBCXX_/GCC_ version).
 if ldd "$here/bin/mirrored-worker" 2>&1 | grep -Eq "(GLIBCXX|CXXABI|GCC)_[0-9.]+' not found|libstdc\+\+\.so\.6 => not found"; then
@@ -138,6 +142,11 @@ echo "pack.sh: $out: $(echo $bins | wc -w) binaries, $packed libraries in lib/, 
      "$(du -sh "$out" | cut -f1) in all"
 echo "pack.sh: left to the GPU machine: $(printf '%s\n' "${left[@]}" | sort | tr '\n' ' ')"
 if [ -n "$archive" ]; then
+  mkdir -p "$(dirname "$archive")"
   tar -C "$(dirname "$out")" -cf - "$(basename "$out")" | xz -T0 -6 > "$archive"
   echo "pack.sh: $archive: $(du -h "$archive" | cut -f1) (tar xJf it, then run the same way)"
+  [ "$(du -m "$archive" | cut -f1)" -lt 62 ] ||
+    echo "pack.sh: warning: $archive is over 62 MiB: too big to carry to the device machine (try --no-data)" >&2
+elif [ "$(du -sm "$out" | cut -f1)" -ge 62 ]; then
+  echo "pack.sh: note: $out is over the device tool's 64 MiB carry limit: use --archive" >&2
 fi

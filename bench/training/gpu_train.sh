@@ -5,6 +5,7 @@
 #
 #   bench/training/gpu_train.sh BUILD_DIR [--steps 300] [--batch 256] [--models "mlp cnn resnet"] [--no-tests]
 #   OUTDIR/run bench/training/gpu_train.sh OUTDIR     # a pack from bench/gpu/pack.sh (no Debian packages there)
+#   MIRRORED_GPU_LOG_DIR=$OUT ... --no-tests            # keep the logs; tests and table as two calls
 #
 # BUILD_DIR is a build tree or a pack: its bin/ holds mirrored-worker and the
 # test binaries (train_gpu_test, nccl_communicator_test, model_gpu_test).
@@ -33,8 +34,17 @@ export MIRRORED_BIN_DIR=$bin MIRRORED_DATA_DIR=$data
 # Here a GPU is expected: a gpu test that finds none fails instead of skipping.
 export MIRRORED_REQUIRE_GPU=1
 warm=$((steps / 6)); [ "$warm" -lt 1 ] && warm=1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# Logs of the test binaries and the runs: MIRRORED_GPU_LOG_DIR keeps them
+# (on the device machine: $OUT, so they come back), else a temporary folder.
+if [ -n "${MIRRORED_GPU_LOG_DIR:-}" ]; then
+  tmp=$MIRRORED_GPU_LOG_DIR; mkdir -p "$tmp"
+else
+  tmp=$(mktemp -d)
+fi
+runs=$(mktemp -d)  # run directories (checkpoints): never worth carrying back
+trap 'rm -rf "$runs"; [ -z "${MIRRORED_GPU_LOG_DIR:-}" ] && rm -rf "$tmp"' EXIT
+# NCCL's bootstrap on loopback and no InfiniBand probing: one machine here.
+export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_IB_DISABLE=${NCCL_IB_DISABLE:-1}
 failed=0
 
 echo "# mirrored GPU check, $(date -u +%FT%TZ), $(uname -m)"
@@ -52,7 +62,8 @@ if [ "$tests" = 1 ]; then
       printf "%-26s %8s\n" "$t" missing; failed=1; continue
     fi
     start=$(date +%s)
-    timeout 400 "$bin/$t" > "$tmp/$t.log" 2>&1
+    # Bounded so that tests plus the table fit one 600 s device call.
+    timeout "${MIRRORED_GPU_TEST_TIMEOUT:-200}" "$bin/$t" > "$tmp/$t.log" 2>&1
     rc=$?
     secs=$(( $(date +%s) - start ))
     passed=$(grep -c '^\[       OK \]' "$tmp/$t.log")
@@ -84,8 +95,9 @@ echo
 echo "# one-GPU training throughput: batch $batch, Adam, FP32; $steps steps, the first $warm warm-up"
 printf "%-7s %6s %14s %10s %14s %8s\n" model batch mirrored/s ms/step torch/s ratio
 for model in $models; do
-  run="$tmp/run-$model"
-  if "$bin/mirrored-worker" --device gpu --model "$model" --batch-per-replica "$batch" --max-steps "$steps" \
+  run="$runs/run-$model"
+  # --epochs high enough that --max-steps decides (an epoch is 234 steps at 256).
+  if "$bin/mirrored-worker" --device gpu --model "$model" --batch-per-replica "$batch" --max-steps "$steps" --epochs 1000 \
        --log-every "$warm" --no-validate --data "$data" --run-dir "$run" > "$tmp/$model.log" 2>&1; then
     read -r sps ms < <(window_stats "$run/metrics.jsonl")
   else
@@ -93,7 +105,8 @@ for model in $models; do
     tail -20 "$tmp/$model.log" >&2
     sps=- ms=-; failed=1
   fi
-  torch=$(python3 "$here/torch_gpu_train.py" --model "$model" --batch "$batch" --steps "$steps" --warmup "$warm" \
+  # PyTorch with the machine's own libraries, not the pack's (run saves them).
+  torch=$(LD_LIBRARY_PATH="${MIRRORED_ORIG_LD_LIBRARY_PATH-${LD_LIBRARY_PATH:-}}" python3 "$here/torch_gpu_train.py" --model "$model" --batch "$batch" --steps "$steps" --warmup "$warm" \
             --data "$data" 2>/dev/null | awk '/samples_per_sec/ {print $2}')
   [ -z "$torch" ] && torch=-
   ratio=-
