@@ -36,7 +36,8 @@ bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeou
 
 class CoordinationGrpcTest : public ::testing::Test {
  protected:
-  void StartService(int n, int64_t registration_timeout_ms = 10000) {
+  void StartService(int n, int64_t registration_timeout_ms = 10000,
+                    const std::string& listen_address = "127.0.0.1:0") {
     CoordinationServiceOptions o;
     o.tasks = TaskNames(n);
     o.heartbeat_timeout_ms = 1000;
@@ -47,7 +48,7 @@ class CoordinationGrpcTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status();
     service_ = std::move(*s);
     service_->StartDeadlineThread();
-    auto server = CoordinationServer::Start("127.0.0.1:0", kToken, service_.get());
+    auto server = CoordinationServer::Start(listen_address, kToken, service_.get());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
     ASSERT_GT(server_->port(), 0);
@@ -251,6 +252,48 @@ TEST_F(CoordinationGrpcTest, RestartedTaskIsRecognisedAndFailsTheJob) {
   const Status chief = f.get();
   EXPECT_NE(chief.message().find("task worker:0 failed"), std::string::npos) << chief;
   EXPECT_NE(chief.message().find("restarted with a new incarnation"), std::string::npos) << chief;
+}
+
+// A launcher restarts its task while the chief of the generation that failed
+// still serves: the restarted task is told the job failed, keeps
+// registering, and joins the chief's next service on the same address.
+TEST_F(CoordinationGrpcTest, RestartedTaskWaitsOutTheFailedGenerationAndJoinsTheNext) {
+  StartService(2);
+  const std::string address = server_->bound_address();
+  auto agents = ConnectAll(2);
+  ASSERT_TRUE(agents[1]->ReportError(InternalError("killed (test)")).ok());
+  ASSERT_TRUE(WaitFor([&] { return service_->job_error().has_value(); }, std::chrono::seconds(5)));
+
+  CoordinationAgentOptions o = AgentOptions("worker:0");
+  o.restarted = true;
+  CoordinationAgent restarted(o);
+  auto connected = std::async(std::launch::async, [&] { return restarted.Connect(); });
+  // The old generation ends, then its chief comes back on the same port.
+  agents.clear();
+  server_->Stop();
+  server_.reset();
+  StartService(2, 10000, address);
+  CoordinationAgent chief(AgentOptions("chief:0"));
+  ASSERT_TRUE(chief.Connect().ok());
+  const Status s = connected.get();
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(restarted.cluster_view().generation, chief.cluster_view().generation);
+  EXPECT_EQ(restarted.task_index(), 1);
+}
+
+TEST_F(CoordinationGrpcTest, RestartedTaskGivesUpOnAFailedGenerationAtItsDeadline) {
+  StartService(2);
+  auto agents = ConnectAll(2);
+  ASSERT_TRUE(agents[1]->ReportError(InternalError("killed (test)")).ok());
+  ASSERT_TRUE(WaitFor([&] { return service_->job_error().has_value(); }, std::chrono::seconds(5)));
+  CoordinationAgentOptions o = AgentOptions("worker:0");
+  o.restarted = true;
+  o.registration_timeout_ms = 300;
+  CoordinationAgent restarted(o);
+  const Status s = restarted.Connect();
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s;
+  EXPECT_NE(s.message().find("only answered for the generation that failed"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("killed (test)"), std::string::npos) << s;
 }
 
 TEST_F(CoordinationGrpcTest, LostServiceIsNoticed) {

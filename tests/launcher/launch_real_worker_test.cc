@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "launcher/job/port_reservation.h"
 #include "launcher/process/child_process.h"
 #include "tests/util/process_test_util.h"
 
@@ -77,8 +78,9 @@ std::string Fingerprint(const std::string& output) {
 // A launcher whose merged output is read as it comes.
 class Launch {
  public:
-  explicit Launch(std::vector<std::string> argv) {
-    auto child = ChildProcess::Spawn(argv, {"PATH=/usr/bin:/bin", "OMP_NUM_THREADS=1"});
+  explicit Launch(std::vector<std::string> argv, std::vector<std::string> env = {}) {
+    env.insert(env.end(), {"PATH=/usr/bin:/bin", "OMP_NUM_THREADS=1"});
+    auto child = ChildProcess::Spawn(argv, env);
     EXPECT_TRUE(child.ok()) << child.status();
     if (child.ok()) child_.emplace(std::move(child).value());
   }
@@ -233,6 +235,69 @@ TEST_F(LaunchRealWorkerTest, SigintStopsRealTrainingWith130WithinTheGracePeriod)
   EXPECT_FALSE(ProcessAlive(pids[0]));
   EXPECT_FALSE(ProcessAlive(pids[1]));
   EXPECT_TRUE(WorkerPids(run).empty());
+}
+
+// The multi-worker fault tolerance of the tutorials with `cluster` mode: one
+// independent launcher per worker (as on separate hosts: separate run
+// directories, only worker:0's holds checkpoints), each with --max-restarts
+// 1. worker:1 is killed: its launcher restarts it, worker:0 exits 3 and its
+// launcher restarts it (a new coordination service); the two meet again,
+// resume from the chief's checkpoint (broadcast to worker:1) and end with
+// the weights of an uninterrupted run.
+TEST_F(LaunchRealWorkerTest, ClusterLaunchersRestartTogetherFromTheChiefsCheckpointToTheSameWeights) {
+  Launch straight(Job(dir_ / "straight", {}));
+  auto straight_exit = straight.Finish(60s);
+  ASSERT_TRUE(straight_exit && straight_exit->success()) << straight.output();
+  const std::string want = Fingerprint(straight.output());
+  ASSERT_FALSE(want.empty()) << straight.output();
+
+  // Held for the test: nothing else gets them, the chief can still bind.
+  auto port0 = PortReservation::Reserve();
+  auto port1 = PortReservation::Reserve();
+  ASSERT_TRUE(port0.ok() && port1.ok());
+  const std::string cluster =
+      R"({"worker":[")" + port0->address() + R"(",")" + port1->address() + R"("]})";
+  auto host = [&](int index) {
+    const fs::path run = dir_ / ("host" + std::to_string(index));
+    std::vector<std::string> argv = {kLauncher, "cluster", "--tf-config",
+                                     R"({"cluster":)" + cluster + R"(,"task":{"type":"worker","index":)" +
+                                         std::to_string(index) + "}}",
+                                     "--run-dir", run.string(), "--grace-period", "3", "--max-restarts", "1",
+                                     "--", "--model", "mlp", "--cpu-replicas", "1", "--max-steps",
+                                     std::to_string(kSteps), "--checkpoint-every", "10", "--log-every", "1",
+                                     "--no-validate"};
+    return std::make_unique<Launch>(argv, std::vector<std::string>{"MIRRORED_JOB_TOKEN=cluster-restart-test"});
+  };
+  auto chief = host(0);
+  auto other = host(1);
+  std::map<int, pid_t> pids;
+  ASSERT_TRUE(WaitUntil([&] { return (pids = WorkerPids(dir_ / "host1")).count(1) == 1; }, 20s));
+  ASSERT_TRUE(chief->ReadUntil("[worker:0] step 15/" + std::to_string(kSteps), 30s)) << chief->output();
+  ASSERT_EQ(chief->output().find("[worker:0] done:"), std::string::npos) << "the job ended before the kill";
+  ASSERT_EQ(kill(pids[1], SIGKILL), 0) << "worker:1 (pid " << pids[1] << ") was already gone";
+
+  auto chief_exit = chief->Finish(90s);
+  auto other_exit = other->Finish(30s);
+  ASSERT_TRUE(chief_exit && other_exit) << "worker:0's launcher:\n"
+                                        << chief->output() << "\nworker:1's launcher:\n"
+                                        << other->output();
+  EXPECT_TRUE(chief_exit->success()) << chief_exit->ToString() << "\n" << chief->output();
+  EXPECT_TRUE(other_exit->success()) << other_exit->ToString() << "\n" << other->output();
+  EXPECT_NE(other->output().find("first failure: task worker:1 ended with signal 9 (SIGKILL)"), std::string::npos)
+      << other->output();
+  // worker:0's launcher saw its task stop because of worker:1.
+  EXPECT_NE(chief->output().find("first failure: task worker:0 ended with exit code 3"), std::string::npos)
+      << chief->output();
+  for (Launch* l : {chief.get(), other.get()})
+    EXPECT_NE(l->output().find("job succeeded after 1 restart"), std::string::npos) << l->output();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(chief->output(), m, std::regex("\\[worker:0\\] .*resuming from \\S*ckpt-(\\d+)")))
+      << chief->output();
+  EXPECT_GE(std::stoi(m[1].str()), 10);
+  EXPECT_FALSE(fs::exists(dir_ / "host1" / "checkpoints")) << "only the chief writes checkpoints";
+  EXPECT_EQ(Fingerprint(chief->output()), want) << chief->output();
+  std::printf("cluster restart resumed from ckpt-%s; fingerprint %s (uninterrupted %s)\n", m[1].str().c_str(),
+              Fingerprint(chief->output()).c_str(), want.c_str());
 }
 
 }  // namespace

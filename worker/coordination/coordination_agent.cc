@@ -70,7 +70,7 @@ Status CoordinationAgent::Connect() {
   req.set_task(options_.task_name);
   req.set_incarnation(incarnation_);
   req.set_device_count(options_.device_count);
-  StatusOr<rpc::RegisterResponse> resp = client_.Register(req, options_.registration_timeout_ms);
+  StatusOr<rpc::RegisterResponse> resp = RegisterPastFailedGeneration(req);
   Status status = resp.status();
   if (status.ok()) {
     const auto& v = resp->view();
@@ -118,6 +118,42 @@ Status CoordinationAgent::Connect() {
     lock.lock();
   }
   return state_ == State::kConnected ? OkStatus() : error_;
+}
+
+StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(const rpc::RegisterRequest& req) {
+  const auto deadline = Now() + std::chrono::milliseconds(options_.registration_timeout_ms);
+  auto pause = std::chrono::milliseconds(50);
+  bool warned = false;
+  while (true) {
+    const int64_t left_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Now()).count();
+    StatusOr<rpc::RegisterResponse> resp = client_.Register(req, std::max<int64_t>(left_ms, 1));
+    // Aborted: the job failed; Unavailable or Cancelled: the service went
+    // away under the call (the old chief exiting; the agent's own stop is
+    // checked below).
+    const StatusCode code = resp.status().code();
+    if (resp.ok() || !options_.restarted ||
+        (code != StatusCode::kAborted && code != StatusCode::kUnavailable && code != StatusCode::kCancelled))
+      return resp;
+    if (!warned) {
+      MIRRORED_LOG(WARNING) << ServiceName() << " belongs to the generation that failed ("
+                            << resp.status().message() << "); waiting for its next one";
+      warned = true;
+    }
+    // Until the old chief exits and the new one listens: poll with backoff,
+    // within the registration deadline, and stop early if the agent stops.
+    std::unique_lock<std::mutex> lock(mu_);
+    const auto wake = std::min(deadline, Now() + pause);
+    cv_.wait_until(lock, wake, [this] { return stopping_; });
+    if (stopping_) return CancelledError("task " + options_.task_name + ": stopped while registering");
+    if (Now() >= deadline) {
+      return DeadlineExceededError("task " + options_.task_name + " could not rendezvous within " +
+                                   std::to_string(options_.registration_timeout_ms) + " ms: " + ServiceName() +
+                                   " only answered for the generation that failed (" +
+                                   resp.status().message() + "); was the chief restarted?");
+    }
+    pause = std::min(pause * 2, std::chrono::milliseconds(1000));
+  }
 }
 
 void CoordinationAgent::HeartbeatLoop() {

@@ -47,6 +47,14 @@ struct CoordinationAgentOptions {
   int64_t heartbeat_interval_ms = 1000;
   int64_t heartbeat_timeout_ms = 5000;      // service silent this long = lost
   int64_t registration_timeout_ms = 5 * 60 * 1000;
+  // A restarted task (its launcher's restart of a failed job): a Register
+  // answered Aborted (the job failed), Unavailable or Cancelled (the service
+  // stopped under the call) comes from the chief's service of the generation that
+  // failed, still running for a moment (a peer's launcher restarts this task
+  // before the old chief has exited). Such a task keeps registering, with
+  // backoff, until registration_timeout_ms, and meets the chief's next
+  // service. A first-run task fails at once instead (exit 3).
+  bool restarted = false;
   int64_t rpc_timeout_ms = 10000;           // calls that do not wait (set, heartbeat)
   int64_t shutdown_timeout_ms = 60 * 1000;  // exit barrier
   // Use this channel instead of opening one (e.g. many agents in one process).
@@ -72,7 +80,9 @@ class CoordinationAgent {
   // task's error poll (so its death is noticed at once). Errors: FailedPrecondition (not
   // kDisconnected); DeadlineExceeded (the service named the missing tasks,
   // or it was unreachable for registration_timeout_ms); Unauthenticated;
-  // InvalidArgument (unknown task name); Aborted (the job already failed).
+  // InvalidArgument (unknown task name); Aborted (the job already failed;
+  // for a restarted task only when registration_timeout_ms ran out, see
+  // `restarted`).
   Status Connect();
   // Valid after a successful Connect().
   const ClusterView& cluster_view() const { return view_; }
@@ -115,6 +125,8 @@ class CoordinationAgent {
   Status ServiceLost(const Status& cause) const;
   // Enters kError (first error wins), cancels in-flight calls, runs the callback.
   void SetError(const Status& error);
+  // Register, retried past the failed generation's service (`restarted`).
+  StatusOr<rpc::RegisterResponse> RegisterPastFailedGeneration(const rpc::RegisterRequest& req);
   void HeartbeatLoop();
   void PollLoop();
   void StopThreads();

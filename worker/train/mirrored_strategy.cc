@@ -144,6 +144,7 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
     ao.heartbeat_interval_ms = options.heartbeat_interval.count();
     ao.heartbeat_timeout_ms = options.heartbeat_timeout.count();
     ao.registration_timeout_ms = options.registration_timeout.count();
+    ao.restarted = options.restarted;
     s->agent_ = std::make_unique<co::CoordinationAgent>(ao);
     MirroredStrategy* raw = s.get();
     s->agent_->SetErrorCallback([raw](const Status& e) { raw->OnJobError(e); });

@@ -64,6 +64,12 @@ struct StrategyOptions {
   // ProbeGpus(). Not consulted for kCpu.
   std::function<GpuProbe()> gpu_probe;
   std::string job_token;  // MIRRORED_JOB_TOKEN
+  // This task was restarted by its launcher (MIRRORED_GENERATION > 0): a
+  // coordination service that answers its registration with the job's
+  // failure still runs the generation that failed, and the task waits
+  // (within registration_timeout) for the chief's next one instead of
+  // exiting 3. See CoordinationAgentOptions::restarted.
+  bool restarted = false;
   std::chrono::milliseconds collective_timeout{300000};
   std::chrono::milliseconds registration_timeout{300000};
   std::chrono::milliseconds heartbeat_interval{1000};
