@@ -9,6 +9,8 @@
 #   netns_cluster_test.sh BIN_DIR link-cut   # cut worker:2's link mid-run; the others exit 3 naming it
 #   netns_cluster_test.sh BIN_DIR chief-link-cut  # the same for the chief worker:0 (the service host)
 #   netns_cluster_test.sh BIN_DIR kill       # SIGKILL worker:1's host mid-run; the others exit 3 naming it
+#   netns_cluster_test.sh BIN_DIR restart    # SIGKILL worker:1's task mid-run, every launcher with --max-restarts 1:
+#                                            # all restart, resume from the chief's checkpoint, identical weights
 #
 # Exit status: 0 pass, 1 fail, 77 skipped (no root, no iproute2, or the
 # kernel refuses namespaces/veth/bridge). Topology, per run (names carry
@@ -25,7 +27,7 @@
 # is gone) are reaped at start.
 set -u -o pipefail
 
-USAGE="usage: netns_cluster_test.sh BIN_DIR train|hostnames|link-cut|chief-link-cut|kill"
+USAGE="usage: netns_cluster_test.sh BIN_DIR train|hostnames|link-cut|chief-link-cut|kill|restart"
 BIN_DIR=${1:?$USAGE}
 MODE=${2:?$USAGE}
 readonly NUM_HOSTS=3
@@ -120,8 +122,8 @@ reap_stale_runs() {
 }
 
 # --- preconditions: skip (77) only where namespaces cannot be made --------
-[[ $MODE =~ ^(train|hostnames|link-cut|chief-link-cut|kill)$ ]] ||
-  fail "unknown mode '$MODE' (train, hostnames, link-cut, chief-link-cut or kill)"
+[[ $MODE =~ ^(train|hostnames|link-cut|chief-link-cut|kill|restart)$ ]] ||
+  fail "unknown mode '$MODE' (train, hostnames, link-cut, chief-link-cut, kill or restart)"
 [[ -x $LAUNCH ]] || fail "$LAUNCH is missing or not executable (build the mirrored-launch target)"
 [[ -x $WORKER ]] || fail "$WORKER is missing or not executable (build the mirrored-worker target)"
 ((EUID == 0)) || skip "needs root to create network namespaces (ip netns); running as uid $EUID"
@@ -200,13 +202,15 @@ done
 
 # start_host INDEX MAX_STEPS: this host's `mirrored-launch cluster`, in its
 # namespace, in the background; its exit status lands in $WORK/host<i>.rc.
+# EXTRA_LAUNCH / EXTRA_WORKER: more flags for the launcher / the task.
+EXTRA_LAUNCH=() EXTRA_WORKER=()
 start_host() {
   local i=$1 steps=$2
   local tf="{\"cluster\":{\"worker\":[$TF_CLUSTER]},\"task\":{\"type\":\"worker\",\"index\":$i}}"
   (
     ns_run "$(host_ns "$i")" env TF_CONFIG="$tf" MIRRORED_JOB_TOKEN="$TOKEN" OMP_NUM_THREADS=1 \
-      "$LAUNCH" cluster --run-dir "$RUN_DIR" --grace-period 2 -- \
-      --model mlp --max-steps "$steps" --batch-per-replica 16 --log-every 10 --no-validate \
+      "$LAUNCH" cluster --run-dir "$RUN_DIR" --grace-period 2 "${EXTRA_LAUNCH[@]}" -- \
+      --model mlp --max-steps "$steps" --batch-per-replica 16 --log-every 10 --no-validate "${EXTRA_WORKER[@]}" \
       --cpu-replicas 1 --heartbeat-interval 0.2 --heartbeat-timeout 1 --registration-timeout 60 --collective-timeout 30 \
       >"$WORK/host$i.out" 2>&1
     echo $? >"$WORK/host$i.rc.tmp" && mv "$WORK/host$i.rc.tmp" "$WORK/host$i.rc"
@@ -320,6 +324,50 @@ case $MODE in
       log "isolated host $VICTIM: exit $rc: $(grep -m1 -o "mirrored-worker: worker:$VICTIM: .*" "$WORK/host$VICTIM.out" | head -c 220)"
     fi
     log "PASS: after worker:$VICTIM was lost ($MODE) the survivors exited 3 naming it within ${took_ms} ms"
+    ;;
+  restart)
+    STEPS=200
+    EXTRA_LAUNCH=(--max-restarts 1) EXTRA_WORKER=(--checkpoint-every 20)
+    # First uninterrupted, for the weights a restart must reproduce.
+    RUN_DIR="$WORK/straight"
+    for ((i = 0; i < NUM_HOSTS; i++)); do start_host "$i" "$STEPS"; done
+    wait_hosts "$TRAIN_DEADLINE" 0 1 2
+    (($(host_rc 0) == 0)) || fail "the uninterrupted run exited $(host_rc 0)"
+    straight=$(fingerprint_of 0)
+    [[ -n $straight ]] || fail "the uninterrupted run printed no weights fingerprint"
+    for ((i = 0; i < NUM_HOSTS; i++)); do mv "$WORK/host$i.out" "$WORK/straight$i.out" && rm "$WORK/host$i.rc"; done
+    RUN_DIR="$WORK/restarted"
+    for ((i = 0; i < NUM_HOSTS; i++)); do start_host "$i" "$STEPS"; done
+    deadline=$((SECONDS + PROGRESS_DEADLINE))
+    until grep -q "\\] step 50/" "$WORK/host0.out" 2>/dev/null; do
+      ((SECONDS < deadline)) || fail "the chief logged no 'step 50/' within ${PROGRESS_DEADLINE}s"
+      sleep 0.1
+    done
+    # Only the task: its launcher stays and restarts it.
+    victim=""
+    for pid in $(ns_pids "$(host_ns 1)"); do
+      [[ $(cat "/proc/$pid/comm" 2>/dev/null) == mirrored-worker ]] && victim=$pid
+    done
+    [[ -n $victim ]] || fail "no mirrored-worker process in $(host_ns 1)"
+    kill -KILL "$victim"
+    log "SIGKILLed worker:1's task (pid $victim); its launcher lives"
+    wait_hosts "$TRAIN_DEADLINE" 0 1 2
+    want=""
+    for ((i = 0; i < NUM_HOSTS; i++)); do
+      rc=$(host_rc "$i")
+      ((rc == 0)) || fail "host $i exited $rc after the restart, expected 0"
+      grep -q "job succeeded after 1 restart" "$WORK/host$i.out" || fail "host $i's launcher did not restart once"
+      fp=$(fingerprint_of "$i")
+      [[ -n $fp ]] || fail "host $i printed no weights fingerprint"
+      want=${want:-$fp}
+      [[ $fp == "$want" ]] || fail "host $i finished with weights fingerprint $fp, host 0 with $want"
+      expect_namespace_empty "$i"
+    done
+    resumed=$(grep -m1 -o "resuming from [^ ]*ckpt-[0-9]*" "$WORK/host0.out")
+    [[ -n $resumed ]] || fail "the restarted chief did not resume from a checkpoint"
+    [[ $want == "$straight" ]] || fail "the restarted job ended with weights $want, the uninterrupted one with $straight"
+    log "PASS: worker:1 killed at step >= 50; every host restarted once, the chief resumed from" \
+      "${resumed##*/}; all ended with weights $want, as the uninterrupted run"
     ;;
 esac
 exit 0
