@@ -86,12 +86,14 @@ MirroredStrategy::~MirroredStrategy() {
   // then the server and the service it serves. An OnJobError in progress
   // holds its own reference: the group is destroyed by whoever lets go last.
   std::shared_ptr<ReplicaGroup> replicas;
+  std::shared_ptr<GlooProcessGroup> process_group;
   {
     std::lock_guard<std::mutex> lock(mu_);
     replicas = std::move(replicas_);
+    process_group = std::move(process_group_);
   }
   replicas.reset();
-  process_group_.reset();
+  process_group.reset();
   store_.reset();
   agent_.reset();
   if (server_) server_->Stop(500);
@@ -144,7 +146,8 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
     ao.heartbeat_interval_ms = options.heartbeat_interval.count();
     ao.heartbeat_timeout_ms = options.heartbeat_timeout.count();
     ao.registration_timeout_ms = options.registration_timeout.count();
-    ao.restarted = options.restarted;
+    // The chief's service is its own, new: nothing of the old generation to wait out.
+    ao.restarted = options.restarted && !(config.task == chief);
     s->agent_ = std::make_unique<co::CoordinationAgent>(ao);
     MirroredStrategy* raw = s.get();
     s->agent_->SetErrorCallback([raw](const Status& e) { raw->OnJobError(e); });
@@ -179,6 +182,7 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
         if (Status e = s->job_error(); !e.ok()) return e;
         return group.status();
       }
+      std::lock_guard<std::mutex> lock(s->mu_);
       s->process_group_ = std::move(group).value();
     }
   }
@@ -262,10 +266,12 @@ std::string MirroredStrategy::Describe() const {
 
 void MirroredStrategy::OnJobError(const Status& error) {
   std::shared_ptr<ReplicaGroup> replicas;
+  std::shared_ptr<GlooProcessGroup> process_group;  // kept alive: replicas->Abort() reaches it
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (job_error_.ok()) job_error_ = error;
     replicas = replicas_;
+    process_group = process_group_;
   }
   // Aborts the NCCL communicators (ncclCommAbort) or fails the CPU barriers,
   // before RunReplicas is woken: it may return, and the group be destroyed,
@@ -298,15 +304,9 @@ Status MirroredStrategy::job_error() const {
 }
 
 void MirroredStrategy::ReportError(const Status& error) {
+  // The agent then enters its error state and runs OnJobError, which aborts
+  // this task's communicators too.
   if (agent_) (void)agent_->ReportError(error);
-  // This task is failing: abort its communicators too, so that destroying
-  // them does not wait on peers (NCCL's finalize holds a barrier with them).
-  std::shared_ptr<ReplicaGroup> replicas;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    replicas = replicas_;
-  }
-  if (replicas != nullptr) replicas->Abort(error);
 }
 
 Status MirroredStrategy::RunReplicas(const std::function<Status(ReplicaContext&)>& fn) {

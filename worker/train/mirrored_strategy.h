@@ -174,7 +174,10 @@ class MirroredStrategy {
   std::unique_ptr<coordination::CoordinationServer> server_;
   std::unique_ptr<coordination::CoordinationAgent> agent_;
   std::unique_ptr<coordination::CoordinationGlooStore> store_;
-  std::unique_ptr<GlooProcessGroup> process_group_;
+  // The Gloo group between tasks (CPU replicas; null otherwise). The replica
+  // group's Abort() reaches it through a raw pointer, so OnJobError holds a
+  // reference to it too, like to replicas_.
+  std::shared_ptr<GlooProcessGroup> process_group_;
   // CpuReplicaGroup or NcclReplicaGroup. Shared with OnJobError (an agent
   // thread), so that an abort in progress keeps the group alive while the
   // strategy is being destroyed; set under mu_ before replicas run.
