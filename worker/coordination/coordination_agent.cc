@@ -1,6 +1,8 @@
 #include "worker/coordination/coordination_agent.h"
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -88,7 +90,8 @@ Status CoordinationAgent::Connect() {
       task_index_ = resp->task_index();
     }
   } else if (status.code() == StatusCode::kDeadlineExceeded &&
-             status.message().find("registration timed out") == std::string::npos) {
+             status.message().find("registration timed out") == std::string::npos &&
+             status.message().find("generation that failed") == std::string::npos) {
     status = DeadlineExceededError("task " + options_.task_name + " could not rendezvous with " +
                                    ServiceName() + " within " +
                                    std::to_string(options_.registration_timeout_ms) +
@@ -123,7 +126,13 @@ Status CoordinationAgent::Connect() {
 StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(const rpc::RegisterRequest& req) {
   const auto deadline = Now() + std::chrono::milliseconds(options_.registration_timeout_ms);
   auto pause = std::chrono::milliseconds(50);
-  bool warned = false;
+  std::optional<Status> failed_generation;  // what the old service last said
+  auto gave_up = [&] {
+    return DeadlineExceededError("task " + options_.task_name + " could not rendezvous within " +
+                                 std::to_string(options_.registration_timeout_ms) + " ms: " + ServiceName() +
+                                 " only answered for the generation that failed (" +
+                                 failed_generation->message() + "); was the chief's task restarted?");
+  };
   while (true) {
     const int64_t left_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Now()).count();
@@ -132,26 +141,24 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
     // away under the call (the old chief exiting; the agent's own stop is
     // checked below).
     const StatusCode code = resp.status().code();
-    if (resp.ok() || !options_.restarted ||
-        (code != StatusCode::kAborted && code != StatusCode::kUnavailable && code != StatusCode::kCancelled))
+    if (resp.ok() || !options_.restarted) return resp;
+    if (code == StatusCode::kDeadlineExceeded && failed_generation) return gave_up();
+    if (code != StatusCode::kAborted && code != StatusCode::kUnavailable && code != StatusCode::kCancelled)
       return resp;
-    if (!warned) {
+    if (!failed_generation) {
       MIRRORED_LOG(WARNING) << ServiceName() << " belongs to the generation that failed ("
                             << resp.status().message() << "); waiting for its next one";
-      warned = true;
     }
+    failed_generation = resp.status();
     // Until the old chief exits and the new one listens: poll with backoff,
     // within the registration deadline, and stop early if the agent stops.
     std::unique_lock<std::mutex> lock(mu_);
     const auto wake = std::min(deadline, Now() + pause);
-    cv_.wait_until(lock, wake, [this] { return stopping_; });
-    if (stopping_) return CancelledError("task " + options_.task_name + ": stopped while registering");
-    if (Now() >= deadline) {
-      return DeadlineExceededError("task " + options_.task_name + " could not rendezvous within " +
-                                   std::to_string(options_.registration_timeout_ms) + " ms: " + ServiceName() +
-                                   " only answered for the generation that failed (" +
-                                   resp.status().message() + "); was the chief restarted?");
+    cv_.wait_until(lock, wake, [this] { return stopping_ || state_ != State::kRegistering; });
+    if (stopping_ || state_ != State::kRegistering) {
+      return CancelledError("task " + options_.task_name + ": stopped while registering");
     }
+    if (Now() >= deadline) return gave_up();
     pause = std::min(pause * 2, std::chrono::milliseconds(1000));
   }
 }

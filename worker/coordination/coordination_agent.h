@@ -81,8 +81,8 @@ class CoordinationAgent {
   // kDisconnected); DeadlineExceeded (the service named the missing tasks,
   // or it was unreachable for registration_timeout_ms); Unauthenticated;
   // InvalidArgument (unknown task name); Aborted (the job already failed;
-  // for a restarted task only when registration_timeout_ms ran out, see
-  // `restarted`).
+  // a restarted task instead waits, see `restarted`, and ends with
+  // DeadlineExceeded naming the failed generation).
   Status Connect();
   // Valid after a successful Connect().
   const ClusterView& cluster_view() const { return view_; }
