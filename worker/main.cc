@@ -14,6 +14,7 @@
 #include "mirrored/config.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/eval/evaluator.h"
+#include "worker/eval/stop_signal.h"
 #include "worker/train/mirrored_strategy.h"
 #include "worker/train/preemption.h"
 #include "worker/train/trainer.h"
@@ -38,8 +39,14 @@ int RunWorker(const WorkerOptions& options) {
   const std::string task = config->task.ToString();
   SetLogTag(task);
   if (config->IsEvaluator()) {
+    StopSignal::Install();  // SIGINT/SIGTERM: stop between checkpoints, end the lease
     auto evaluated = RunEvaluator(options);
     if (!evaluated.ok()) return Fail(task, evaluated.status());
+    if (evaluated->stop_signal) {
+      std::printf("evaluator stopped by signal %d after %lld checkpoint(s)\n", *evaluated->stop_signal,
+                  static_cast<long long>(evaluated->evaluations));
+      return 128 + *evaluated->stop_signal;
+    }
     if (evaluated->saw_final) {
       std::printf("evaluator done: %lld checkpoint(s); final checkpoint ckpt-%lld: loss %.4f accuracy %.4f\n",
                   static_cast<long long>(evaluated->evaluations), static_cast<long long>(evaluated->last_step),

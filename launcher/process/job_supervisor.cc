@@ -284,7 +284,7 @@ std::string FormatFailureReport(const JobOutcome& outcome) {
   out << "last " << f.last_lines.size() << " lines of " << f.name << ":\n";
   for (const auto& line : f.last_lines) out << "  | " << line << "\n";
   if (preempted) {
-    out << "the same command on the same --run-dir resumes from that checkpoint, losing no step\n";
+    out << "started again on the same run directory, the job resumes from that checkpoint, losing no step\n";
   }
   return out.str();
 }

@@ -104,10 +104,12 @@ TEST_F(JobSupervisorTest, FirstFailureStopsTheOthersAndIsReported) {
 // others): the report says so instead of calling it a failure, and does not
 // claim the launcher stopped the others that exit 143 too.
 TEST_F(JobSupervisorTest, PreemptionIsReportedAsSuch) {
+  ASSERT_EQ(mkfifo((dir_ / "fifo").c_str(), 0600), 0);
   JobSupervisor supervisor(console_.get(), {.grace_period = 5s});
-  auto outcome =
-      supervisor.Run({Shell("worker:0", "trap 'exit 143' TERM; sleep 30 & wait"),
-                      Shell("worker:1", "echo 'preempted: stopped after step 40'; exit 143")});
+  // worker:1 exits only once worker:0's trap is in place.
+  auto outcome = supervisor.Run(
+      {Shell("worker:0", "trap 'exit 143' TERM; echo > \"$DIR/fifo\"; sleep 30 & wait"),
+       Shell("worker:1", "read x < \"$DIR/fifo\"; echo 'preempted: stopped after step 40'; exit 143")});
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_EQ(outcome->exit_code, 143);
   ASSERT_TRUE(outcome->first_failure.has_value());

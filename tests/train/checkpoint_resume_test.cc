@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "launcher/process/child_process.h"
+#include "tests/util/worker_process.h"
 
 namespace mirrored {
 namespace {
@@ -199,6 +200,32 @@ TEST_F(CheckpointResumeTest, EvaluatorEvaluatesEveryCheckpointOnceInOrderEndingW
   std::printf("evaluated steps:");
   for (auto s : steps) std::printf(" %lld", static_cast<long long>(s));
   std::printf("\n");
+}
+
+// Ctrl-C or the launcher's SIGTERM stops a following evaluator between
+// checkpoints: it exits 128 + signal and ends its lease, so that the chief
+// stops keeping a backlog for it.
+TEST_F(CheckpointResumeTest, SignalledEvaluatorStopsAndReleasesItsLease) {
+  const fs::path run = dir_ / "eval-signal";
+  auto evaluator = testing_util::WorkerProcess::Start(
+      {kBin + "/mirrored-worker", "--run-dir", run.string(), "--poll-interval", "0.2"},
+      {"PATH=/usr/bin:/bin",
+       R"(TF_CONFIG={"cluster":{"worker":["127.0.0.1:1"]},"task":{"type":"evaluator","index":0}})"});
+  ASSERT_TRUE(evaluator.ok()) << evaluator.status();
+  ASSERT_TRUE((*evaluator)->WaitForOutput("evaluator following", 30s)) << (*evaluator)->output();
+  auto lease = [&] {
+    std::ifstream in(run / "checkpoints/eval-lease");
+    return nlohmann::json::parse(in, nullptr, false);
+  };
+  EXPECT_EQ(lease()["following"], true);
+  ASSERT_EQ(kill((*evaluator)->child().pid(), SIGTERM), 0);
+  auto exit = (*evaluator)->WaitExit(10s);
+  ASSERT_TRUE(exit.has_value()) << "the evaluator did not stop within 10 s of SIGTERM";
+  EXPECT_EQ(exit->ShellCode(), 143) << (*evaluator)->output();
+  EXPECT_FALSE(exit->signal.has_value()) << "killed by the signal instead of stopping";
+  EXPECT_NE((*evaluator)->output().find("evaluator stopped by signal 15 after 0 checkpoint(s)"), std::string::npos)
+      << (*evaluator)->output();
+  EXPECT_EQ(lease()["following"], false);
 }
 
 }  // namespace

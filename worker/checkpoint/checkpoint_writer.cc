@@ -270,13 +270,18 @@ Status CheckpointWriter::UpdateIndexAndPrune(int64_t step) {
                       (i + 1 < 2 * keep && lease.Protects(others[i]));
     (kept ? index.kept : doomed).push_back(others[i]);
     if (!kept && lease.Protects(others[i])) {
-      MIRRORED_LOG(WARNING) << "pruning " << CheckpointDirName(others[i])
-                            << " before the evaluator evaluated it: the evaluator is more than "
-                            << 2 * keep << " checkpoints behind (2 x --keep-checkpoints "
-                            << keep << "); its last evaluated step is "
-                            << (lease.last_evaluated_step
-                                    ? std::to_string(*lease.last_evaluated_step)
-                                    : std::string("none"));
+      // Once per writer: a dead evaluator would otherwise be reported at
+      // every checkpoint.
+      if (!warned_evaluator_behind_) {
+        MIRRORED_LOG(WARNING)
+            << "pruning " << CheckpointDirName(others[i])
+            << " before the evaluator evaluated it: it is more than " << 2 * keep
+            << " checkpoints behind (2 x --keep-checkpoints " << keep << "; its last evaluated step: "
+            << (lease.last_evaluated_step ? std::to_string(*lease.last_evaluated_step) : std::string("none"))
+            << "). If no evaluator runs any more, one ended without releasing its lease: delete "
+            << JoinPath(dir, kEvalLeaseFileName) << " (this warning is not repeated)";
+        warned_evaluator_behind_ = true;
+      }
     }
   }
   std::sort(index.kept.begin(), index.kept.end());

@@ -91,6 +91,7 @@ class CheckpointWriter {
   Status WriteFile(const std::string& path, const SafetensorsFile::Encoded& encoded);
   Status RemoveStrayTempEntries();
   Status UpdateIndexAndPrune(int64_t step);
+  bool warned_evaluator_behind_ = false;  // UpdateIndexAndPrune warns once
 
   FileEnv* const env_;
   const std::string run_dir_;

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/logging.h"
+
 #include "worker/checkpoint/checkpoint_index.h"
 
 namespace mirrored {
@@ -53,7 +55,10 @@ Status EvaluatorLease::Write(FileEnv* env, const std::string& run_dir, const Sta
 
 EvaluatorLease::State EvaluatorLease::ReadOrEmpty(FileEnv* env, const std::string& run_dir) {
   StatusOr<State> state = Read(env, run_dir);
-  return state.ok() ? *state : State{};
+  if (state.ok()) return *state;
+  MIRRORED_LOG(WARNING) << "rewriting the evaluator's lease from scratch (its progress is lost): "
+                        << state.status();
+  return State{};
 }
 
 Status EvaluatorLease::Follow(FileEnv* env, const std::string& run_dir) {

@@ -12,6 +12,7 @@
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/evaluator_lease.h"
 #include "worker/data/fashion_mnist.h"
+#include "worker/eval/stop_signal.h"
 #include "worker/model/cpu_backend.h"
 #include "worker/model/model.h"
 #include "worker/summary/event_writer.h"
@@ -51,10 +52,21 @@ void Print(const std::string& text) {
 }
 
 // A normal end: the chief need not keep a backlog for this evaluator any
-// more (an evaluator that fails keeps it, for its restart).
-StatusOr<EvaluationSummary> Finish(FileEnv* env, const std::string& run_dir, const EvaluationSummary& summary) {
-  MIRRORED_RETURN_IF_ERROR(EvaluatorLease::Stop(env, run_dir));
+// more (an evaluator that fails while evaluating keeps it, for its restart).
+// Not being able to say so does not undo the evaluations: a warning.
+EvaluationSummary Finish(FileEnv* env, const std::string& run_dir, const EvaluationSummary& summary) {
+  if (Status s = EvaluatorLease::Stop(env, run_dir); !s.ok()) {
+    MIRRORED_LOG(WARNING) << "could not end the evaluator's lease (the chief keeps up to 2 x --keep-checkpoints "
+                             "for it until it is deleted or an evaluator ends normally): "
+                          << s;
+  }
   return summary;
+}
+
+EvaluationSummary StoppedBySignal(FileEnv* env, const std::string& run_dir, EvaluationSummary summary, int sig) {
+  MIRRORED_LOG(WARNING) << "stopping on signal " << sig << " after " << summary.evaluations << " evaluation(s)";
+  summary.stop_signal = sig;
+  return Finish(env, run_dir, summary);
 }
 
 }  // namespace
@@ -66,9 +78,18 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
   std::filesystem::create_directories(options.run_dir, ec);
   // First of all, so that the chief keeps what this evaluator has not seen.
   MIRRORED_RETURN_IF_ERROR(EvaluatorLease::Follow(env, options.run_dir));
-  MIRRORED_ASSIGN_OR_RETURN(data::FashionMnist data, data::FashionMnist::Load(options.data_dir));
-  MIRRORED_ASSIGN_OR_RETURN(auto metrics, MetricsLog::Open(options.run_dir + "/metrics.jsonl"));
-  MIRRORED_ASSIGN_OR_RETURN(auto events, EventWriter::Create(options.run_dir + "/logs/eval"));
+  // A set-up that fails (data, log files) will not work on a retry either:
+  // the chief must not keep a backlog for this evaluator.
+  auto setup_failed = [&](const Status& s) {
+    (void)EvaluatorLease::Stop(env, options.run_dir);
+    return s;
+  };
+  auto data = data::FashionMnist::Load(options.data_dir);
+  if (!data.ok()) return setup_failed(data.status());
+  auto metrics = MetricsLog::Open(options.run_dir + "/metrics.jsonl");
+  if (!metrics.ok()) return setup_failed(metrics.status());
+  auto events = EventWriter::Create(options.run_dir + "/logs/eval");
+  if (!events.ok()) return setup_failed(events.status());
   CheckpointReader reader(env, options.run_dir);
 
   EvaluationSummary summary;
@@ -94,6 +115,7 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
       MIRRORED_LOG(WARNING) << "cannot list checkpoints: " << listed.status();
     }
     for (const CheckpointInfo& info : pending) {  // ascending by step
+      if (std::optional<int> sig = StopSignal::Received()) return StoppedBySignal(env, options.run_dir, summary, *sig);
       MIRRORED_RETURN_IF_ERROR(EvaluatorLease::Acquire(env, options.run_dir, info.step));
       auto loaded = reader.Load(info.step);
       if (!loaded.ok()) {
@@ -109,7 +131,7 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
       }
       MIRRORED_RETURN_IF_ERROR(RestoreModel(*loaded, *model, nullptr));
       double loss = 0, accuracy = 0;
-      Evaluate(*model, data.test(), &loss, &accuracy);
+      Evaluate(*model, data->test(), &loss, &accuracy);
       char line[256];
       std::snprintf(line, sizeof(line), "evaluated %s checkpoint ckpt-%lld (epoch %lld): loss %.4f accuracy %.4f",
                     st.final ? "final" : "", static_cast<long long>(info.step),
@@ -117,12 +139,12 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
       std::string text(line);
       if (!st.final) text.replace(text.find("evaluated  "), 11, "evaluated ");
       Print(text);
-      MIRRORED_RETURN_IF_ERROR(metrics->Append({{"kind", "eval"}, {"step", info.step}, {"epoch", st.epoch},
+      MIRRORED_RETURN_IF_ERROR((*metrics)->Append({{"kind", "eval"}, {"step", info.step}, {"epoch", st.epoch},
                                                 {"loss", loss}, {"accuracy", accuracy},
                                                 {"checkpoint", "ckpt-" + std::to_string(info.step)}}));
-      MIRRORED_RETURN_IF_ERROR(events->WriteScalar("eval_loss", info.step, static_cast<float>(loss)));
-      MIRRORED_RETURN_IF_ERROR(events->WriteScalar("eval_accuracy", info.step, static_cast<float>(accuracy)));
-      MIRRORED_RETURN_IF_ERROR(events->Flush());
+      MIRRORED_RETURN_IF_ERROR((*events)->WriteScalar("eval_loss", info.step, static_cast<float>(loss)));
+      MIRRORED_RETURN_IF_ERROR((*events)->WriteScalar("eval_accuracy", info.step, static_cast<float>(accuracy)));
+      MIRRORED_RETURN_IF_ERROR((*events)->Flush());
       MIRRORED_RETURN_IF_ERROR(EvaluatorLease::MarkEvaluated(env, options.run_dir, info.step));
       done_step = info.step;
       last_progress = Clock::now();
@@ -143,8 +165,9 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
       return Finish(env, options.run_dir, summary);
     }
     // Polling is the contract (--poll-interval): the run directory may be on
-    // another machine's file system, with nothing to wait on.
-    std::this_thread::sleep_for(poll);
+    // another machine's file system, with nothing to wait on. A stop signal
+    // ends the wait.
+    if (std::optional<int> sig = StopSignal::WaitFor(poll)) return StoppedBySignal(env, options.run_dir, summary, *sig);
   }
 }
 

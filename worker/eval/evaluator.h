@@ -8,15 +8,18 @@
 //   MIRRORED_ASSIGN_OR_RETURN(EvaluationSummary s, RunEvaluator(options));
 //
 // It never reads a partial checkpoint (only complete ckpt-<step>
-// directories are listed, each validated on load), holds an evaluator lease
-// on the one it reads so the chief does not prune it, and skips with a
-// warning one that disappears under it. It stops after the checkpoint marked
-// final, after --max-evaluations, or when no new checkpoint came for
-// --eval-timeout seconds. A restarted evaluator resumes after the last step
-// it recorded in the lease.
+// directories are listed, each validated on load). Its lease
+// (evaluator_lease.h) makes the chief keep every checkpoint it has not
+// evaluated yet among the newest 2 x --keep-checkpoints, and the one it
+// reads; one that disappears under it anyway is skipped with a warning. It
+// stops after the checkpoint marked final, after --max-evaluations, when no
+// new checkpoint came for --eval-timeout seconds, or on SIGINT/SIGTERM
+// (between checkpoints, when StopSignal is installed): each ends its lease.
+// A restarted evaluator resumes after the last step it recorded there.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "common/status.h"
 #include "worker/worker_options.h"
@@ -29,6 +32,7 @@ struct EvaluationSummary {
   double last_loss = 0;
   double last_accuracy = 0;
   bool saw_final = false;
+  std::optional<int> stop_signal;  // stopped by SIGINT/SIGTERM (StopSignal)
 };
 
 // Errors: the data set's (exit 2), InvalidArgument when --run-dir is empty,

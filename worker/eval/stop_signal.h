@@ -1,0 +1,26 @@
+// SIGINT and SIGTERM as a request for the evaluator to stop between
+// checkpoints (rather than die in the middle of one): the handler writes the
+// signal number to a pipe, and the evaluator's wait between polls returns
+// early on it. The evaluator then ends its lease (the chief stops keeping a
+// backlog for it) and exits 128 + the signal.
+//
+//   StopSignal::Install();
+//   if (std::optional<int> sig = StopSignal::WaitFor(poll_interval)) ...   // woken by a signal
+#pragma once
+
+#include <chrono>
+#include <optional>
+
+namespace mirrored {
+
+class StopSignal {
+ public:
+  // Installs the handlers (async-signal-safe: a write to a non-blocking pipe).
+  static void Install();
+  // Waits up to `timeout`; the signal that arrived (now or earlier), if any.
+  static std::optional<int> WaitFor(std::chrono::milliseconds timeout);
+  // The signal that arrived, if any, without waiting.
+  static std::optional<int> Received() { return WaitFor(std::chrono::milliseconds(0)); }
+};
+
+}  // namespace mirrored
