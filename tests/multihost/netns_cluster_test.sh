@@ -247,23 +247,30 @@ fingerprint_of() {  # the fingerprint host i's task printed, or empty
   sed -n 's/.*done: [0-9]* steps;.*weights fingerprint \([0-9a-f]*\).*/\1/p' "$WORK/host$1.out" | tail -n 1
 }
 
+# expect_all_succeeded TEXT: every host exited 0, printed TEXT and the same
+# weights fingerprint (left in $want), and left nothing in its namespace.
+expect_all_succeeded() {
+  local text=$1 i rc fp
+  want=""
+  for ((i = 0; i < NUM_HOSTS; i++)); do
+    rc=$(host_rc "$i")
+    ((rc == 0)) || fail "host $i (worker:$i at $(host_addr "$i")) exited $rc, expected 0"
+    grep -q "$text" "$WORK/host$i.out" || fail "host $i did not print '$text'"
+    fp=$(fingerprint_of "$i")
+    [[ -n $fp ]] || fail "host $i printed no weights fingerprint"
+    want=${want:-$fp}
+    [[ $fp == "$want" ]] || fail "host $i finished with weights fingerprint $fp, host 0 with $want"
+    expect_namespace_empty "$i"
+    log "worker:$i at $(host_addr "$i"): exit 0, '$text', weights fingerprint $fp"
+  done
+}
+
 case $MODE in
   train | hostnames)
     if [[ $MODE == train ]]; then STEPS=200; else STEPS=30; fi
     for ((i = 0; i < NUM_HOSTS; i++)); do start_host "$i" "$STEPS"; done
     wait_hosts "$TRAIN_DEADLINE" 0 1 2
-    want=""
-    for ((i = 0; i < NUM_HOSTS; i++)); do
-      rc=$(host_rc "$i")
-      ((rc == 0)) || fail "host $i (worker:$i at $(host_addr "$i")) exited $rc, expected 0"
-      grep -q "done: $STEPS steps" "$WORK/host$i.out" || fail "host $i did not print 'done: $STEPS steps'"
-      fp=$(fingerprint_of "$i")
-      [[ -n $fp ]] || fail "host $i printed no weights fingerprint"
-      want=${want:-$fp}
-      [[ $fp == "$want" ]] || fail "host $i finished with weights fingerprint $fp, host 0 with $want"
-      expect_namespace_empty "$i"
-      log "worker:$i at $(host_addr "$i"): exit 0, $STEPS steps, weights fingerprint $fp"
-    done
+    expect_all_succeeded "done: $STEPS steps"
     # The coordination service listened on the chief's namespace address.
     # (Each Gloo mesh endpoint is bound to its host's own address: loopback
     # is not reachable from the other namespaces, so training proves it.)
@@ -352,17 +359,7 @@ case $MODE in
     kill -KILL "$victim"
     log "SIGKILLed worker:1's task (pid $victim); its launcher lives"
     wait_hosts "$TRAIN_DEADLINE" 0 1 2
-    want=""
-    for ((i = 0; i < NUM_HOSTS; i++)); do
-      rc=$(host_rc "$i")
-      ((rc == 0)) || fail "host $i exited $rc after the restart, expected 0"
-      grep -q "job succeeded after 1 restart" "$WORK/host$i.out" || fail "host $i's launcher did not restart once"
-      fp=$(fingerprint_of "$i")
-      [[ -n $fp ]] || fail "host $i printed no weights fingerprint"
-      want=${want:-$fp}
-      [[ $fp == "$want" ]] || fail "host $i finished with weights fingerprint $fp, host 0 with $want"
-      expect_namespace_empty "$i"
-    done
+    expect_all_succeeded "job succeeded after 1 restart"
     resumed=$(grep -m1 -o "resuming from [^ ]*ckpt-[0-9]*" "$WORK/host0.out")
     [[ -n $resumed ]] || fail "the restarted chief did not resume from a checkpoint"
     [[ $want == "$straight" ]] || fail "the restarted job ended with weights $want, the uninterrupted one with $straight"
