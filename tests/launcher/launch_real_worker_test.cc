@@ -21,6 +21,7 @@
 #include "launcher/job/port_reservation.h"
 #include "launcher/process/child_process.h"
 #include "tests/util/process_test_util.h"
+#include "tests/util/worker_process.h"
 
 namespace mirrored {
 namespace {
@@ -75,53 +76,34 @@ std::string Fingerprint(const std::string& output) {
   return std::regex_search(output, m, kFp) ? m[1].str() : "";
 }
 
-// A launcher whose merged output is read as it comes.
+// A launcher whose merged output is read as it comes (WorkerProcess), with
+// the test's environment and a failure when it outlives a deadline.
 class Launch {
  public:
-  explicit Launch(std::vector<std::string> argv, std::vector<std::string> env = {}) {
+  explicit Launch(const std::vector<std::string>& argv, std::vector<std::string> env = {}) {
     env.insert(env.end(), {"PATH=/usr/bin:/bin", "OMP_NUM_THREADS=1"});
-    auto child = ChildProcess::Spawn(argv, env);
-    EXPECT_TRUE(child.ok()) << child.status();
-    if (child.ok()) child_.emplace(std::move(child).value());
+    auto process = testing_util::WorkerProcess::Start(argv, env);
+    EXPECT_TRUE(process.ok()) << process.status();
+    if (process.ok()) process_ = std::move(process).value();
   }
-  ChildProcess& child() { return *child_; }
-  const std::string& output() const { return output_; }
+  ChildProcess& child() { return process_->child(); }
+  const std::string& output() const { return process_ ? process_->output() : kNone; }
 
-  // Reads until `text` appears in the output; false at EOF or the deadline.
+  // Reads until `text` appears in the output; false once it ended or at the deadline.
   bool ReadUntil(const std::string& text, std::chrono::milliseconds timeout) {
-    auto deadline = Clock::now() + timeout;
-    while (output_.find(text) == std::string::npos) {
-      if (Clock::now() >= deadline || !ReadSome()) return output_.find(text) != std::string::npos;
-    }
-    return true;
+    return process_ && process_->WaitForOutput(text, timeout);
   }
-  // Reads to EOF and reaps the launcher; nullopt (and a test failure) if it
-  // has not ended by the deadline.
+  // Reaps the launcher; nullopt (and a test failure) if it has not ended by the deadline.
   std::optional<ProcessExit> Finish(std::chrono::milliseconds timeout) {
-    if (!child_) return std::nullopt;
-    auto deadline = Clock::now() + timeout;
-    while (Clock::now() < deadline && ReadSome()) {
-    }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    auto exit = child_->WaitFor(std::max(left, 1ms));
-    if (!exit) ADD_FAILURE() << "launcher still running after the deadline; output:\n" << output_;
+    if (!process_) return std::nullopt;
+    auto exit = process_->WaitExit(timeout);
+    if (!exit) ADD_FAILURE() << "launcher still running after the deadline; output:\n" << output();
     return exit;
   }
 
  private:
-  // One read (waiting up to 5 ms for data); false at EOF.
-  bool ReadSome() {
-    if (!child_) return false;
-    char buf[4096];
-    ssize_t n = read(child_->output_fd(), buf, sizeof(buf));
-    if (n > 0) output_.append(buf, static_cast<size_t>(n));
-    if (n == 0) return false;
-    if (n < 0) std::this_thread::sleep_for(5ms);
-    return true;
-  }
-
-  std::optional<ChildProcess> child_;
-  std::string output_;
+  static inline const std::string kNone;
+  std::unique_ptr<testing_util::WorkerProcess> process_;
 };
 
 class LaunchRealWorkerTest : public ::testing::Test {

@@ -36,24 +36,15 @@ struct ProcessRun {
 // Runs argv; when `kill_after` is given, SIGKILLs the process group as soon
 // as that text appears in its output.
 ProcessRun RunProcess(const std::vector<std::string>& argv, const std::string& kill_after = "",
-               std::chrono::seconds timeout = 180s) {
+                      std::chrono::seconds timeout = 180s) {
   ProcessRun run;
-  auto child = ChildProcess::Spawn(argv, {"PATH=/usr/bin:/bin"});
-  EXPECT_TRUE(child.ok()) << child.status();
-  if (!child.ok()) return run;
-  auto deadline = Clock::now() + timeout;
-  char buf[4096];
-  while (Clock::now() < deadline) {
-    ssize_t n = read(child->output_fd(), buf, sizeof(buf));
-    if (n > 0) {
-      run.output.append(buf, static_cast<size_t>(n));
-      if (!kill_after.empty() && run.output.find(kill_after) != std::string::npos) child->SignalGroup(SIGKILL);
-      continue;
-    }
-    if (n == 0) break;
-    std::this_thread::sleep_for(5ms);
-  }
-  run.exit = child->WaitFor(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()) + 1ms);
+  auto process = testing_util::WorkerProcess::Start(argv, {"PATH=/usr/bin:/bin"});
+  EXPECT_TRUE(process.ok()) << process.status();
+  if (!process.ok()) return run;
+  const auto deadline = Clock::now() + timeout;
+  if (!kill_after.empty() && (*process)->WaitForOutput(kill_after, timeout)) (*process)->child().SignalGroup(SIGKILL);
+  run.exit = (*process)->WaitExit(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+  run.output = (*process)->output();
   return run;
 }
 

@@ -15,6 +15,7 @@
 
 #include "launcher/job/port_reservation.h"
 #include "launcher/process/child_process.h"
+#include "tests/util/worker_process.h"
 
 namespace mirrored {
 namespace {
@@ -25,44 +26,8 @@ using Clock = std::chrono::steady_clock;
 
 const std::string kBin = MIRRORED_BIN_DIR;
 
-class Task {
- public:
-  explicit Task(ChildProcess child) : child_(std::move(child)) {}
-  // Reads what is available (non-blocking).
-  void Pump() {
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(child_.output_fd(), buf, sizeof(buf))) > 0) output_.append(buf, static_cast<size_t>(n));
-  }
-  bool WaitForOutput(const std::string& text, std::chrono::milliseconds timeout) {
-    auto deadline = Clock::now() + timeout;
-    while (Clock::now() < deadline) {
-      Pump();
-      if (output_.find(text) != std::string::npos) return true;
-      if (child_.Poll()) return false;
-      std::this_thread::sleep_for(10ms);
-    }
-    return false;
-  }
-  std::optional<ProcessExit> WaitExit(std::chrono::milliseconds timeout) {
-    auto deadline = Clock::now() + timeout;
-    while (Clock::now() < deadline) {
-      Pump();
-      if (auto e = child_.Poll()) {
-        Pump();
-        return e;
-      }
-      std::this_thread::sleep_for(5ms);
-    }
-    return std::nullopt;
-  }
-  ChildProcess& child() { return child_; }
-  const std::string& output() const { return output_; }
-
- private:
-  ChildProcess child_;
-  std::string output_;
-};
+// A worker child: its output collected while the test waits for a line or its exit.
+using Task = testing_util::WorkerProcess;
 
 std::vector<std::unique_ptr<Task>> StartWorkers(int n, const std::vector<std::string>& extra) {
   std::vector<PortReservation> ports;
@@ -80,9 +45,9 @@ std::vector<std::unique_ptr<Task>> StartWorkers(int n, const std::vector<std::st
     std::vector<std::string> env = {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=test-token",
                                     "TF_CONFIG={\"cluster\":{\"worker\":[" + cluster +
                                         "]},\"task\":{\"type\":\"worker\",\"index\":" + std::to_string(i) + "}}"};
-    auto child = ChildProcess::Spawn(argv, env);
-    EXPECT_TRUE(child.ok()) << child.status();
-    tasks.push_back(std::make_unique<Task>(std::move(child).value()));
+    auto task = Task::Start(argv, env);
+    EXPECT_TRUE(task.ok()) << task.status();
+    tasks.push_back(std::move(task).value());
   }
   return tasks;
 }
@@ -119,11 +84,11 @@ TEST(TrainMultiprocessTest, FrozenWorkerMakesTheOthersExitThreeWithinHeartbeatTi
 TEST(TrainMultiprocessTest, TwoWorkersTimesTwoReplicasReachTheAccuracyTarget) {
   const fs::path run = fs::temp_directory_path() / ("mirrored-train-" + std::to_string(getpid()));
   fs::remove_all(run);
-  auto launcher = ChildProcess::Spawn({kBin + "/mirrored-launch", "local", "--workers", "2", "--cpu-replicas", "2",
-                                       "--run-dir", run.string(), "--", "--model", "mlp", "--epochs", "1"},
-                                      {"PATH=/usr/bin:/bin"});
+  auto launcher = Task::Start({kBin + "/mirrored-launch", "local", "--workers", "2", "--cpu-replicas", "2",
+                               "--run-dir", run.string(), "--", "--model", "mlp", "--epochs", "1"},
+                              {"PATH=/usr/bin:/bin"});
   ASSERT_TRUE(launcher.ok()) << launcher.status();
-  Task t(std::move(launcher).value());
+  Task& t = **launcher;
   auto exit = t.WaitExit(240s);
   ASSERT_TRUE(exit.has_value()) << t.output();
   ASSERT_TRUE(exit->success()) << exit->ToString() << "\n" << t.output();
