@@ -27,7 +27,7 @@ void ClusterCommand::Register(CLI::App& app) {
                         "MIRRORED_K8S_* variables (deploy/kubernetes/indexed-job.yaml)")
       ->excludes(tf_config_option_)
       ->excludes(slurm);
-  subcommand_->add_option("--run-dir", run_dir_, "Run directory, shared by every host (default: runs/<date-time>)");
+  subcommand_->add_option("--run-dir", run_dir_, "Run directory: the chief's holds the checkpoints (sent to the other tasks on resume), every host's its logs; an evaluator reads the chief's (default: runs/<date-time>)");
   subcommand_->add_option("--max-restarts", max_restarts_, "Restarts of this host's task after a failure")
       ->capture_default_str();
   subcommand_->add_option("--grace-period", grace_period_sec_,

@@ -296,6 +296,26 @@ TEST_F(CoordinationGrpcTest, RestartedTaskGivesUpOnAFailedGenerationAtItsDeadlin
   EXPECT_NE(s.message().find("killed (test)"), std::string::npos) << s;
 }
 
+TEST_F(CoordinationGrpcTest, RestartedTaskStopsWaitingWhenAskedTo) {
+  StartService(2);
+  auto agents = ConnectAll(2);
+  ASSERT_TRUE(agents[1]->ReportError(InternalError("killed (test)")).ok());
+  ASSERT_TRUE(WaitFor([&] { return service_->job_error().has_value(); }, std::chrono::seconds(5)));
+  std::atomic<bool> stop{false};
+  CoordinationAgentOptions o = AgentOptions("worker:0");
+  o.restarted = true;
+  o.registration_timeout_ms = 60000;
+  o.stop_waiting = [&] { return stop.load(); };
+  CoordinationAgent restarted(o);
+  auto connected = std::async(std::launch::async, [&] { return restarted.Connect(); });
+  stop = true;  // as SIGTERM from the launcher would
+  ASSERT_EQ(connected.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "still waiting for the next generation after being asked to stop";
+  const Status s = connected.get();
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+  EXPECT_NE(s.message().find("killed (test)"), std::string::npos) << s;
+}
+
 TEST_F(CoordinationGrpcTest, LostServiceIsNoticed) {
   StartService(2);
   auto agents = ConnectAll(2);

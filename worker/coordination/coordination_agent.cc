@@ -159,6 +159,9 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
       return CancelledError("task " + options_.task_name + ": stopped while registering");
     }
     if (Now() >= deadline) return gave_up();
+    if (options_.stop_waiting && options_.stop_waiting()) {
+      return AbortedError(failed_generation->message() + " (stopped while waiting for the next generation)");
+    }
     pause = std::min(pause * 2, std::chrono::milliseconds(1000));
   }
 }

@@ -55,6 +55,10 @@ struct CoordinationAgentOptions {
   // backoff, until registration_timeout_ms, and meets the chief's next
   // service. A first-run task fails at once instead (exit 3).
   bool restarted = false;
+  // Checked while a restarted task waits out the failed generation: true
+  // ends the wait with the old service's Aborted (exit 3), e.g. when SIGTERM
+  // says the launcher is stopping this task. Empty: never.
+  std::function<bool()> stop_waiting;
   int64_t rpc_timeout_ms = 10000;           // calls that do not wait (set, heartbeat)
   int64_t shutdown_timeout_ms = 60 * 1000;  // exit barrier
   // Use this channel instead of opening one (e.g. many agents in one process).

@@ -21,6 +21,7 @@
 #include "worker/coordination/coordination_server.h"
 #include "worker/coordination/coordination_service.h"
 #include "worker/coordination/nccl_unique_id.h"
+#include "worker/train/preemption.h"
 
 #if MIRRORED_WITH_CUDA
 #include "worker/comm/nccl_replica_group.h"
@@ -148,6 +149,8 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
     ao.registration_timeout_ms = options.registration_timeout.count();
     // The chief's service is its own, new: nothing of the old generation to wait out.
     ao.restarted = options.restarted && !(config.task == chief);
+    // SIGTERM from the launcher (stopping the job) ends that wait.
+    ao.stop_waiting = [] { return Preemption::Requested(); };
     s->agent_ = std::make_unique<co::CoordinationAgent>(ao);
     MirroredStrategy* raw = s.get();
     s->agent_->SetErrorCallback([raw](const Status& e) { raw->OnJobError(e); });
