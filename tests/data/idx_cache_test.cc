@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -96,6 +98,40 @@ TEST_F(IdxCacheTest, ChangedSourceGetsANewEntry) {
   auto again = ReadIdxCached(src, options_);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(Bytes(*again), std::vector<uint8_t>(raw2.begin() + 8, raw2.end()));
+}
+
+TEST_F(IdxCacheTest, AChangedSourcesOldEntryIsRemovedOthersAreKept) {
+  auto entries = [&] {
+    std::vector<std::string> idx;
+    for (const auto& n : CacheFiles()) if (n.ends_with(".idx")) idx.push_back(n);
+    std::sort(idx.begin(), idx.end());
+    return idx;
+  };
+  auto src = WriteSource("z.gz", Payload(3000, 3));
+  fs::create_directories(dir_ / "src" / "other");
+  auto raw_other = Payload(2000, 11);
+  auto gz = Gzip(raw_other);
+  const std::string other = (dir_ / "src" / "other" / "z.gz").string();  // same base name, another source
+  std::ofstream(other, std::ios::binary).write(reinterpret_cast<const char*>(gz.data()), std::streamsize(gz.size()));
+  ASSERT_TRUE(ReadIdxCached(src, options_).ok());
+  ASSERT_TRUE(ReadIdxCached(other, options_).ok());
+  const auto before = entries();
+  ASSERT_EQ(before.size(), 2u);
+
+  WriteSource("z.gz", Payload(3001, 5));
+  auto again = ReadIdxCached(src, options_);
+  ASSERT_TRUE(again.ok()) << again.status();
+  const auto after = entries();
+  ASSERT_EQ(after.size(), 2u) << "one entry per source";
+  // The other source's entry is untouched, this source's is a new one.
+  std::vector<std::string> common;
+  std::set_intersection(before.begin(), before.end(), after.begin(), after.end(), std::back_inserter(common));
+  ASSERT_EQ(common.size(), 1u);
+  auto other_again = ReadIdxCached(other, options_);
+  ASSERT_TRUE(other_again.ok());
+  EXPECT_EQ(Bytes(*other_again), std::vector<uint8_t>(raw_other.begin() + 8, raw_other.end()));
+  EXPECT_EQ(entries(), after) << "the other source was a hit";
+  EXPECT_EQ(CacheFiles(".lock").size(), 2u) << "old versions' lock files go too";
 }
 
 TEST_F(IdxCacheTest, CorruptEntryIsRebuilt) {

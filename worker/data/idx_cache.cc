@@ -38,18 +38,46 @@ bool IsGzipFile(const std::string& path) {
   return got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
 }
 
-// "train-images-idx3-ubyte-<16 hex>.idx" for a source path and its stat.
+// "train-images-idx3-ubyte-<8 hex>-": the names of every cached version of
+// the source at `path` start so (the hex is a hash of its canonical path).
+std::string EntryPrefix(const std::string& path) {
+  std::error_code ec;
+  fs::path canonical = fs::canonical(path, ec);
+  std::string base = fs::path(path).filename().string();
+  if (base.size() > 3 && base.ends_with(".gz")) base.resize(base.size() - 3);
+  char hash[9];
+  std::snprintf(hash, sizeof(hash), "%08llx",
+                static_cast<unsigned long long>(Fnv1a64(ec ? path : canonical.string()) >> 32));
+  return base + "-" + hash + "-";
+}
+
+// EntryPrefix(path) + "<16 hex>.idx" for a source path and its stat: the hex
+// covers the path, size, modification time and inode, so a changed source
+// never matches an old entry.
 std::string EntryName(const std::string& path, const struct stat& st) {
   std::error_code ec;
   fs::path canonical = fs::canonical(path, ec);
   const std::string key = (ec ? path : canonical.string()) + "|" + std::to_string(st.st_size) + "|" +
                           std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "|" +
                           std::to_string(st.st_ino) + "|" + std::to_string(st.st_dev);
-  std::string base = fs::path(path).filename().string();
-  if (base.size() > 3 && base.ends_with(".gz")) base.resize(base.size() - 3);
   char hash[17];
   std::snprintf(hash, sizeof(hash), "%016llx", static_cast<unsigned long long>(Fnv1a64(key)));
-  return base + "-" + hash + ".idx";
+  return EntryPrefix(path) + hash + ".idx";
+}
+
+// Removes the entries (and lock files) of earlier versions of the same
+// source, once `current` is published: one copy per source, not one per
+// version it ever had. Best effort: a process still mapping an old entry
+// keeps its pages (unlink does not take them away).
+void PruneOlderVersions(const std::string& cache_dir, const std::string& prefix, const std::string& current) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(cache_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with(prefix) || name == current || name == current + ".lock") continue;
+    if (!name.ends_with(".idx") && !name.ends_with(".idx.lock")) continue;
+    std::error_code rm;
+    fs::remove(e.path(), rm);
+  }
 }
 
 // The cached entry, if present and a valid IDX file.
@@ -152,8 +180,11 @@ StatusOr<IdxFile> ReadIdxCached(const std::string& path, const IdxCacheOptions& 
       const auto region = result->region()->bytes();
       if (Status s = Publish(entry, region); !s.ok()) {
         WarnOnce(s.message());
-      } else if (auto mapped = MapEntry(entry, path); mapped.ok()) {
-        result = std::move(mapped);  // the shared copy, not this process's own
+      } else {
+        PruneOlderVersions(cache_dir, EntryPrefix(path), fs::path(entry).filename().string());
+        if (auto mapped = MapEntry(entry, path); mapped.ok()) {
+          result = std::move(mapped);  // the shared copy, not this process's own
+        }
       }
     }
   }

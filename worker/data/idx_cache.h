@@ -5,9 +5,10 @@
 //
 //   StatusOr<IdxFile> f = ReadIdxCached(path, {.dir = IdxCacheDir()});   // dir "" = no cache
 //
-// A cache entry is the decompressed file, named after the source's base name
-// and a hash of its canonical path, size, modification time and inode, so a
-// changed source never matches an old entry. The first process to miss
+// A cache entry is the decompressed file, named after the source's base name,
+// a hash of its canonical path, and a hash of its path, size, modification
+// time and inode, so a changed source never matches an old entry; publishing
+// the entry of a changed source removes the entries of its earlier versions. The first process to miss
 // inflates under an exclusive lock (flock on `<entry>.lock`) and publishes
 // the entry by rename; the others wait for the lock (bounded) and map the
 // entry. Everything the cache cannot do (directory not writable, disk full,
