@@ -130,6 +130,16 @@ class LaunchRealWorkerTest : public ::testing::Test {
       argv.push_back(a);
     return argv;
   }
+  // The weights fingerprint of the job run to the end without interruption
+  // (empty, with a test failure, if it did not succeed).
+  std::string UninterruptedFingerprint() {
+    Launch straight(Job(dir_ / "straight", {}));
+    auto exit = straight.Finish(60s);
+    EXPECT_TRUE(exit && exit->success()) << straight.output();
+    const std::string fingerprint = Fingerprint(straight.output());
+    EXPECT_FALSE(fingerprint.empty()) << straight.output();
+    return exit && exit->success() ? fingerprint : "";
+  }
   // Waits until both workers of `run` are up; their pids by index.
   std::map<int, pid_t> BothWorkers(const fs::path& run) {
     std::map<int, pid_t> pids;
@@ -142,11 +152,8 @@ class LaunchRealWorkerTest : public ::testing::Test {
 };
 
 TEST_F(LaunchRealWorkerTest, KilledWorkerIsRestartedFromTheCheckpointToTheSameWeights) {
-  Launch straight(Job(dir_ / "straight", {}));
-  auto straight_exit = straight.Finish(60s);
-  ASSERT_TRUE(straight_exit && straight_exit->success()) << straight.output();
-  const std::string want = Fingerprint(straight.output());
-  ASSERT_FALSE(want.empty()) << straight.output();
+  const std::string want = UninterruptedFingerprint();
+  ASSERT_FALSE(want.empty());
 
   const fs::path run = dir_ / "restarted";
   Launch job(Job(run, {"--max-restarts", "1"}));
@@ -227,11 +234,8 @@ TEST_F(LaunchRealWorkerTest, SigintStopsRealTrainingWith130WithinTheGracePeriod)
 // resume from the chief's checkpoint (broadcast to worker:1) and end with
 // the weights of an uninterrupted run.
 TEST_F(LaunchRealWorkerTest, ClusterLaunchersRestartTogetherFromTheChiefsCheckpointToTheSameWeights) {
-  Launch straight(Job(dir_ / "straight", {}));
-  auto straight_exit = straight.Finish(60s);
-  ASSERT_TRUE(straight_exit && straight_exit->success()) << straight.output();
-  const std::string want = Fingerprint(straight.output());
-  ASSERT_FALSE(want.empty()) << straight.output();
+  const std::string want = UninterruptedFingerprint();
+  ASSERT_FALSE(want.empty());
 
   // Held for the test: nothing else gets them, the chief can still bind.
   auto port0 = PortReservation::Reserve();

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <thread>
 
 #include "common/logging.h"
 #include "worker/checkpoint/checkpoint_reader.h"
