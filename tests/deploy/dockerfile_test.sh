@@ -38,3 +38,17 @@ for p in $(sed -n '/^RUN apt-get update/,/rm -rf/p' "$dockerfile" | head -8 | gr
   grep -qw -- "$p" "$deps" || fail "build stage installs $p, which scripts/install-deps.sh does not list"
 done
 echo "ok: Dockerfile shape"
+
+# The build stage sees only what it COPYs: those paths alone must configure
+# with the stage's own options (a new top-level folder that CMakeLists.txt
+# uses but the Dockerfile does not copy fails here, not in a docker build).
+root=$(readlink -f "$(dirname "$0")/../..")
+ctx=$(mktemp -d "${TMPDIR:-/tmp}/mirrored-docker-context.XXXXXX")
+trap 'rm -rf "$ctx"' EXIT
+sed -n '/ AS build$/,/^FROM /p' "$dockerfile" | grep -E '^COPY [^-]' | while read -r _ src _; do
+  mkdir -p "$ctx/src/$(dirname "$src")"
+  cp -r "$root/$src" "$ctx/src/$src"
+done
+cmake -S "$ctx/src" -B "$ctx/build" -DMIRRORED_BUILD_TESTS=OFF -DMIRRORED_BUILD_BENCH=OFF \
+  >"$ctx/configure.log" 2>&1 || { tail -20 "$ctx/configure.log"; fail "the build stage's COPY set does not configure"; }
+echo "ok: the build stage's sources configure ($(sed -n '/ AS build$/,/^FROM /p' "$dockerfile" | grep -cE '^COPY [^-]') COPY lines)"
