@@ -78,11 +78,11 @@ class CheckpointResumeTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
-  std::vector<std::string> Job(const fs::path& run, std::vector<std::string> extra = {}) {
+  std::vector<std::string> Job(const fs::path& run, std::vector<std::string> extra = {},
+                               const std::string& max_steps = "60") {
     std::vector<std::string> argv = {kBin + "/mirrored-launch", "local", "--workers", "2", "--cpu-replicas", "2",
-                                     "--run-dir", run.string(), "--"};
-    for (auto a : {"--model", "mlp", "--max-steps", "60", "--checkpoint-every", "10", "--log-every", "1",
-                   "--no-validate"})
+                                     "--run-dir", run.string(), "--", "--max-steps", max_steps};
+    for (auto a : {"--model", "mlp", "--checkpoint-every", "10", "--log-every", "1", "--no-validate"})
       argv.push_back(a);
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;
@@ -107,6 +107,42 @@ TEST_F(CheckpointResumeTest, KilledAndResumedJobEndsBitIdenticalToAnUninterrupte
   EXPECT_EQ(Fingerprint(resumed.output), want) << "killed at step " << kill_step << "\n" << resumed.output;
   std::printf("killed at step %d, resumed: fingerprint %s (uninterrupted %s)\n", kill_step,
               Fingerprint(resumed.output).c_str(), want.c_str());
+}
+
+// A job that diverges (loss NaN: here a resumed job given an absurd learning
+// rate) stops on every task at the same step with exit 1, naming the steps and
+// the checkpoint to go back to, and never checkpoints the broken weights: the
+// good checkpoint stays the latest, and a run with a sane rate resumes from it.
+TEST_F(CheckpointResumeTest, DivergedJobStopsWithoutCheckpointingAndResumesFromTheLastGoodOne) {
+  const fs::path run = dir_ / "diverged";
+  ProcessRun good = RunProcess(Job(run, {"--optimizer", "sgd", "--lr", "0.05"}, "20"));
+  ASSERT_TRUE(good.exit && good.exit->success()) << good.output;
+  ASSERT_TRUE(fs::exists(run / "checkpoints" / "ckpt-20"));
+
+  ProcessRun diverged = RunProcess(Job(run, {"--optimizer", "sgd", "--lr", "1e9"}));
+  ASSERT_TRUE(diverged.exit.has_value()) << diverged.output;
+  EXPECT_EQ(diverged.exit->ShellCode(), 1) << diverged.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(diverged.output, m,
+                                std::regex("training diverged: the mean loss over steps? ([0-9]+)(-[0-9]+)? is (nan|inf)")))
+      << diverged.output;
+  EXPECT_GT(std::stoi(m[1].str()), 20) << diverged.output;
+  EXPECT_NE(diverged.output.find("The latest checkpoint, ckpt-20, is from before"), std::string::npos)
+      << diverged.output;
+  EXPECT_NE(diverged.output.find("Try a lower --lr (now 1e+09, sgd)"), std::string::npos) << diverged.output;
+  for (const auto& entry : fs::directory_iterator(run / "checkpoints")) {
+    const std::string name = entry.path().filename();
+    EXPECT_TRUE(name == "checkpoint" || name == "ckpt-10" || name == "ckpt-20")
+        << "a checkpoint after the divergence: " << entry.path();
+  }
+  nlohmann::json index = nlohmann::json::parse(std::ifstream(run / "checkpoints" / "checkpoint"));
+  EXPECT_EQ(index.value("latest", ""), "ckpt-20") << index.dump();
+
+  ProcessRun resumed = RunProcess(Job(run, {"--optimizer", "sgd", "--lr", "0.05"}));
+  ASSERT_TRUE(resumed.exit && resumed.exit->success()) << resumed.output;
+  EXPECT_NE(resumed.output.find("resuming from"), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find("(step 20,"), std::string::npos) << resumed.output;
+  std::printf("diverged over steps %s%s, resumed from ckpt-20 and finished\n", m[1].str().c_str(), m[2].str().c_str());
 }
 
 // SIGTERM to a non-chief worker mid-epoch: the tasks agree on a step, the

@@ -1,5 +1,7 @@
 #include "worker/train/model_checkpoint.h"
 
+#include <cmath>
+
 namespace mirrored {
 namespace {
 
@@ -39,6 +41,18 @@ ModelSnapshot ModelSnapshot::Take(model::Model& model, model::Optimizer& optimiz
   for (size_t i = 0; i < s.slot_names_.size(); ++i) s.slots_.push_back(optimizer.DownloadSlot(i));
   s.iterations_ = optimizer.iterations();
   return s;
+}
+
+bool ModelSnapshot::AllFinite() const {
+  auto finite = [](const std::vector<float>& v) {
+    for (float x : v)
+      if (!std::isfinite(x)) return false;
+    return true;
+  };
+  if (!finite(params_) || !finite(state_)) return false;
+  for (const auto& slot : slots_)
+    if (!finite(slot)) return false;
+  return true;
 }
 
 CheckpointContents ModelSnapshot::Contents(const CheckpointState& state) const {

@@ -25,6 +25,9 @@ class ModelSnapshot {
   static ModelSnapshot Take(model::Model& model, model::Optimizer& optimizer);
   // Views into this snapshot (valid while it lives) plus `state`.
   CheckpointContents Contents(const CheckpointState& state) const;
+  // Whether every weight, statistic and optimizer slot is finite (no NaN or
+  // infinity): a diverged model is never checkpointed.
+  bool AllFinite() const;
 
  private:
   const model::ParameterStore* store_ = nullptr;

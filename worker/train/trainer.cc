@@ -203,6 +203,34 @@ Status BroadcastStart(const std::optional<LoadedCheckpoint>& resume, uint64_t gl
   return OkStatus();
 }
 
+// The loss (`mean_loss` over steps first..last, all replicas) or, when
+// `mean_loss` is nullopt, the weights after step `last` are not finite.
+// Stopping here keeps the latest checkpoint a good one to resume from; the
+// launcher's restart would only replay the same steps, so the message says
+// what to change.
+Status DivergedError(std::optional<float> mean_loss, int64_t first, int64_t last, int64_t epoch,
+                     int64_t last_checkpoint, const WorkerOptions& options) {
+  std::ostringstream m;
+  m << "training diverged: ";
+  if (!mean_loss) {
+    m << "the weights after step " << last << " are not finite";
+  } else {
+    m << "the mean loss over step" << (first == last ? " " : "s ") << first;
+    if (first != last) m << "-" << last;
+    m << " is " << (std::isnan(*mean_loss) ? "nan" : *mean_loss > 0 ? "inf" : "-inf");
+  }
+  m << " (epoch " << epoch + 1 << "); stopped before checkpointing them. ";
+  if (options.run_dir.empty()) {
+    m << "Nothing is saved (no --run-dir).";
+  } else if (last_checkpoint < 0) {
+    m << "No checkpoint was written yet.";
+  } else {
+    m << "The latest checkpoint, ckpt-" << last_checkpoint << ", is from before; run again to resume from it.";
+  }
+  m << " Try a lower --lr (now " << options.EffectiveLearningRate() << ", " << options.optimizer << ").";
+  return FailedPreconditionError(m.str());
+}
+
 }  // namespace
 
 StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy) {
@@ -306,6 +334,8 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
     int64_t window_steps = 0;
     int64_t step = start.step;
     data::SamplerPosition position = start.position;
+    int64_t synced_step = step;                                  // the last sync point's step
+    int64_t last_checkpoint = checkpoints && step > 0 ? step : -1;  // resumed from it, or none yet
 
     while (step < total_steps && position.epoch < end_epoch) {
       MIRRORED_ASSIGN_OR_RETURN(data::Batch batch, prefetcher.Next(std::chrono::seconds(120)));
@@ -332,13 +362,21 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
       const bool epoch_end = batch.next.epoch != batch.position.epoch;
       const bool last = step == total_steps || position.epoch >= end_epoch;
       const int64_t epoch = static_cast<int64_t>(batch.position.epoch);
+      const bool scheduled_checkpoint =
+          checkpoints && (options.checkpoint_every > 0 ? step % options.checkpoint_every == 0 : epoch_end);
       // Sync point: loss and accuracy counts, and whether any task was told
-      // to stop (SIGTERM), summed across every replica.
+      // to stop (SIGTERM), summed across every replica. Every checkpoint
+      // step is one, so no checkpoint follows an unchecked loss.
       bool preempted = false;
-      if (step % sync_every == 0 || epoch_end || last) {
+      if (step % sync_every == 0 || epoch_end || last || scheduled_checkpoint) {
         std::vector<float> sums = {static_cast<float>(loss_sum), static_cast<float>(correct), static_cast<float>(count),
                                    Preemption::Requested() ? 1.0f : 0.0f};
         MIRRORED_RETURN_IF_ERROR(replica.SumAcrossReplicas(sums));
+        // Every replica holds the same sums, so all stop here together.
+        if (!std::isfinite(sums[0])) {
+          return DivergedError(sums[0] / std::max(1.0f, sums[2]), synced_step + 1, step, epoch, last_checkpoint, options);
+        }
+        synced_step = step;
         window_loss += sums[0];
         window_correct += sums[1];
         window_count += sums[2];
@@ -359,9 +397,7 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
         window_steps = 0;
         window_start = Clock::now();
       }
-      const bool checkpoint_now =
-          checkpoints &&
-          (last || preempted || (options.checkpoint_every > 0 ? step % options.checkpoint_every == 0 : epoch_end));
+      const bool checkpoint_now = checkpoints && (last || preempted || scheduled_checkpoint);
       if ((epoch_end || last || checkpoint_now) && store.state_size() > 0) {
         // BatchNorm statistics are per replica (local batches); average them
         // so every replica (and the checkpoint) holds the same state.
@@ -385,8 +421,14 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
         // The copy of the weights is the only stall; the files are written
         // by the writer's thread (the final one synchronously).
         ModelSnapshot snapshot = ModelSnapshot::Take(*model, *optimizer);
+        if (!snapshot.AllFinite()) {
+          // The loss was finite but this step's update was not: never
+          // replace a good checkpoint with this one.
+          return DivergedError(std::nullopt, step, step, epoch, last_checkpoint, options);
+        }
         MIRRORED_RETURN_IF_ERROR(last ? writer->Write(snapshot.Contents(st)) : writer->WriteAsync(snapshot.Contents(st)));
       }
+      if (checkpoint_now) last_checkpoint = step;
       if (epoch_end || last) {
         double val_loss = -1, val_acc = -1;
         if (options.validate) {
