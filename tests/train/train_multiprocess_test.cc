@@ -29,7 +29,9 @@ const std::string kBin = MIRRORED_BIN_DIR;
 // A worker child: its output collected while the test waits for a line or its exit.
 using Task = testing_util::WorkerProcess;
 
-std::vector<std::unique_ptr<Task>> StartWorkers(int n, const std::vector<std::string>& extra) {
+// `per_task[i]`, when given, adds flags to worker i only.
+std::vector<std::unique_ptr<Task>> StartWorkers(int n, const std::vector<std::string>& extra,
+                                                const std::vector<std::vector<std::string>>& per_task = {}) {
   std::vector<PortReservation> ports;
   std::string cluster;
   for (int i = 0; i < n; ++i) {
@@ -42,6 +44,7 @@ std::vector<std::unique_ptr<Task>> StartWorkers(int n, const std::vector<std::st
                                      "--log-every", "5", "--heartbeat-interval", "0.2", "--heartbeat-timeout", "1",
                                      "--no-validate", "--device", "cpu"};  // CPU replicas on any host
     argv.insert(argv.end(), extra.begin(), extra.end());
+    if (static_cast<size_t>(i) < per_task.size()) argv.insert(argv.end(), per_task[i].begin(), per_task[i].end());
     std::vector<std::string> env = {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=test-token",
                                     "TF_CONFIG={\"cluster\":{\"worker\":[" + cluster +
                                         "]},\"task\":{\"type\":\"worker\",\"index\":" + std::to_string(i) + "}}"};
@@ -79,6 +82,40 @@ TEST(TrainMultiprocessTest, FrozenWorkerMakesTheOthersExitThreeWithinHeartbeatTi
   auto tasks = StartWorkers(3, {"--cpu-replicas", "1"});
   // heartbeat timeout 1 s + 2 s.
   ExpectOthersExitThreeNaming(tasks, 1, SIGSTOP, 3s);
+}
+
+// Hosts started by hand with different flags: instead of collectives of
+// different sizes (a crash inside Gloo, or a hang), every task exits 2 naming
+// each flag that differs and every task's value.
+TEST(TrainMultiprocessTest, WorkersStartedWithDifferentFlagsAllExitTwoNamingThem) {
+  auto tasks = StartWorkers(2, {"--cpu-replicas", "1", "--max-steps", "20"},
+                            {{}, {"--batch-per-replica", "32", "--lr", "0.01"}});
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    auto exit = tasks[i]->WaitExit(60s);
+    ASSERT_TRUE(exit.has_value()) << "worker:" << i << " still runs:\n" << tasks[i]->output();
+    EXPECT_EQ(exit->exit_code, 2) << exit->ToString() << "\n" << tasks[i]->output();
+    EXPECT_NE(tasks[i]->output().find("tasks disagree on the job's settings: --batch-per-replica (worker:0 64, "
+                                      "worker:1 32); --lr (worker:0 0.001, worker:1 0.01)"),
+              std::string::npos)
+        << tasks[i]->output();
+  }
+}
+
+// Only the chief has a run directory: the checkpoint steps are still sync
+// points (and BatchNorm reduces) on every task, so the job finishes.
+TEST(TrainMultiprocessTest, WorkerWithoutRunDirKeepsInStepWithTheCheckpointingChief) {
+  const fs::path run = fs::temp_directory_path() / ("mirrored-train-norundir-" + std::to_string(getpid()));
+  fs::remove_all(run);
+  auto tasks = StartWorkers(2, {"--cpu-replicas", "1", "--max-steps", "12", "--checkpoint-every", "3"},
+                            {{"--run-dir", run.string()}, {}});
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    auto exit = tasks[i]->WaitExit(60s);
+    ASSERT_TRUE(exit.has_value()) << "worker:" << i << " still runs:\n" << tasks[i]->output();
+    EXPECT_TRUE(exit->success()) << exit->ToString() << "\n" << tasks[i]->output();
+  }
+  EXPECT_TRUE(fs::exists(run / "checkpoints" / "ckpt-9"));
+  EXPECT_TRUE(fs::exists(run / "checkpoints" / "ckpt-12"));
+  fs::remove_all(run);
 }
 
 TEST(TrainMultiprocessTest, TwoWorkersTimesTwoReplicasReachTheAccuracyTarget) {

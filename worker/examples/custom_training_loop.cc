@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   if (const char* token = std::getenv("MIRRORED_JOB_TOKEN")) options.job_token = token;
   auto strategy = MirroredStrategy::Create(*config, options);
   if (!strategy.ok()) return ExitCodeFor(strategy.status());
+  // Tasks started with other step counts would not meet in the same collectives.
+  if (Status s = (*strategy)->CheckTasksAgree({{"--steps", std::to_string(steps)}}); !s.ok()) return ExitCodeFor(s);
 
   const int world = (*strategy)->num_replicas_in_sync();
   const uint64_t global_batch = batch_per_replica * world;   // GLOBAL_BATCH_SIZE

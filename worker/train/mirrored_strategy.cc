@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <sstream>
 #include <thread>
@@ -161,6 +163,7 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
     for (const auto& t : view.tasks) replicas_per_process.push_back(t.device_count);
     nccl_unique_id = view.nccl_unique_id;
     MIRRORED_LOG(INFO) << "joined the job: " << view.DebugString();
+    s->tasks_ = tasks;
     if (tasks.size() > 1) MIRRORED_RETURN_IF_ERROR(s->CheckSameDeviceKind(tasks));
 
     if (tasks.size() > 1 && !s->devices_.gpu) {
@@ -229,6 +232,48 @@ Status MirroredStrategy::CheckSameDeviceKind(const std::vector<std::string>& tas
   return InvalidArgumentError("tasks disagree on the replica device (" + kinds +
                               "): every task of a job must run GPU replicas, or every task CPU replicas; check "
                               "--device and each host's GPUs (CUDA_VISIBLE_DEVICES)");
+}
+
+Status MirroredStrategy::CheckTasksAgree(const std::vector<std::pair<std::string, std::string>>& settings) {
+  if (tasks_.size() < 2 || agent_ == nullptr) return OkStatus();
+  const std::string prefix = "mirrored/settings/" + std::to_string(settings_checks_++) + "/";
+  nlohmann::json mine = nlohmann::json::array();
+  for (const auto& [name, value] : settings) mine.push_back({name, value});
+  MIRRORED_RETURN_IF_ERROR(agent_->KeyValueSet(prefix + task_name_, mine.dump()));
+  std::vector<std::map<std::string, std::string>> all;
+  for (const std::string& t : tasks_) {
+    MIRRORED_ASSIGN_OR_RETURN(std::string text, agent_->KeyValueGet(prefix + t, options_.registration_timeout.count()));
+    std::map<std::string, std::string> theirs;
+    auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_array()) {
+      for (const auto& pair : parsed)
+        if (pair.is_array() && pair.size() == 2 && pair[0].is_string() && pair[1].is_string())
+          theirs[pair[0].get<std::string>()] = pair[1].get<std::string>();
+    }
+    all.push_back(std::move(theirs));
+  }
+  std::string differences;
+  for (const auto& [name, value] : settings) {
+    bool same = true;
+    for (const auto& theirs : all) {
+      auto it = theirs.find(name);
+      same = same && it != theirs.end() && it->second == value;
+    }
+    if (same) continue;
+    differences += (differences.empty() ? "" : "; ") + name + " (";
+    for (size_t i = 0; i < tasks_.size(); ++i) {
+      auto it = all[i].find(name);
+      differences += (i ? ", " : "") + tasks_[i] + " " + (it == all[i].end() ? "unset" : it->second);
+    }
+    differences += ")";
+  }
+  if (differences.empty()) return OkStatus();
+  // Everyone has read every task's settings before anyone leaves (see
+  // CheckSameDeviceKind).
+  MIRRORED_RETURN_IF_ERROR(agent_->Barrier(prefix + "checked", options_.registration_timeout.count()));
+  return InvalidArgumentError("tasks disagree on the job's settings: " + differences +
+                              ". Every task must train with the same ones: start each with the same flags "
+                              "(in cluster mode, compare the hosts' command lines)");
 }
 
 Status MirroredStrategy::CreateNcclReplicas(const std::string& unique_id) {

@@ -148,6 +148,15 @@ class MirroredStrategy {
   // coordination service so they exit 3 instead of waiting).
   void ReportError(const Status& error);
 
+  // Every task of the job must run with the same `settings` (name, value;
+  // e.g. {"--model", "cnn"}), or their collectives would not match: each
+  // task publishes its own and reads everyone's. Call it on every task, in
+  // the same order, before the first collective that depends on them. A
+  // single task has nothing to compare. Errors: InvalidArgument naming each
+  // setting that differs with every task's value (on every task: they all
+  // exit 2); the job error.
+  Status CheckTasksAgree(const std::vector<std::pair<std::string, std::string>>& settings);
+
   // Exit barrier: returns once every task has finished (the chief's service
   // outlives the others' last calls). Errors: the job error; DeadlineExceeded.
   Status Shutdown();
@@ -162,6 +171,8 @@ class MirroredStrategy {
   // NCCL communicators for the local GPUs (every task's GPUs join).
   Status CreateNcclReplicas(const std::string& unique_id);
 
+  std::vector<std::string> tasks_;  // every training task, in rank order (none for a single local task)
+  int settings_checks_ = 0;         // CheckTasksAgree calls so far (a key prefix each)
   std::string task_name_ = "worker:0";
   int local_replicas_ = 1;
   int rank_offset_ = 0;

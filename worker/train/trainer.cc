@@ -231,6 +231,31 @@ Status DivergedError(std::optional<float> mean_loss, int64_t first, int64_t last
   return FailedPreconditionError(m.str());
 }
 
+// What every task must agree on: whatever decides the collectives' sizes
+// and the steps they run at (tensor shapes, buckets, steps per epoch, sync
+// points, validation), and what makes the replicas' updates the same.
+std::vector<std::pair<std::string, std::string>> TrainingSettings(const WorkerOptions& o,
+                                                                  const data::FashionMnist& data) {
+  char lr[32];
+  std::snprintf(lr, sizeof(lr), "%.9g", o.EffectiveLearningRate());
+  std::ostringstream bucket_mb;
+  bucket_mb << o.bucket_mb;
+  return {{"--model", o.model},
+          {"--batch-per-replica", std::to_string(o.batch_per_replica)},
+          {"--optimizer", o.optimizer},
+          {"--lr", lr},
+          {"--seed", std::to_string(o.seed)},
+          {"--epochs", std::to_string(o.epochs)},
+          {"--max-steps", std::to_string(o.max_steps)},
+          {"--bucket-mb", bucket_mb.str()},
+          {"--log-every", std::to_string(o.log_every)},
+          {"--checkpoint-every", std::to_string(o.checkpoint_every)},
+          {"--validate", o.validate ? "on" : "off"},
+          {"--verify-replicas", o.verify_replicas ? "on" : "off"},
+          {"training examples (--data)", std::to_string(data.train().size())},
+          {"test examples (--data)", o.validate ? std::to_string(data.test().size()) : "-"}};
+}
+
 }  // namespace
 
 StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy) {
@@ -240,6 +265,9 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
 
 StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy,
                              const data::FashionMnist& data) {
+  // A task started with another model, batch or schedule would send
+  // collectives of other sizes at other steps: refuse before the first one.
+  MIRRORED_RETURN_IF_ERROR(strategy.CheckTasksAgree(TrainingSettings(options, data)));
   const int world = strategy.num_replicas_in_sync();
   const uint64_t global_batch = static_cast<uint64_t>(options.batch_per_replica) * static_cast<uint64_t>(world);
   data::BatchSampler sampler(data.train().size(), global_batch, options.seed, /*drop_remainder=*/true);
@@ -362,8 +390,10 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
       const bool epoch_end = batch.next.epoch != batch.position.epoch;
       const bool last = step == total_steps || position.epoch >= end_epoch;
       const int64_t epoch = static_cast<int64_t>(batch.position.epoch);
+      // The same on every task, whether or not it has a --run-dir: the sync
+      // points and the BatchNorm reduce below are collectives.
       const bool scheduled_checkpoint =
-          checkpoints && (options.checkpoint_every > 0 ? step % options.checkpoint_every == 0 : epoch_end);
+          options.checkpoint_every > 0 ? step % options.checkpoint_every == 0 : epoch_end;
       // Sync point: loss and accuracy counts, and whether any task was told
       // to stop (SIGTERM), summed across every replica. Every checkpoint
       // step is one, so no checkpoint follows an unchecked loss.
@@ -398,7 +428,7 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
         window_start = Clock::now();
       }
       const bool checkpoint_now = checkpoints && (last || preempted || scheduled_checkpoint);
-      if ((epoch_end || last || checkpoint_now) && store.state_size() > 0) {
+      if ((epoch_end || last || scheduled_checkpoint || preempted) && store.state_size() > 0) {
         // BatchNorm statistics are per replica (local batches); average them
         // so every replica (and the checkpoint) holds the same state.
         model->backend().Synchronize();  // the forward pass's updates, on a GPU stream
