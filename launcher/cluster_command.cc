@@ -49,14 +49,15 @@ StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int gen
   TaskLaunch t;
   t.name = config.task.ToString();
   t.is_training = !config.IsEvaluator();
-  const std::string run_dir = run_dir_.empty() ? DefaultRunDir() : run_dir_;
+  const std::string& run_dir = resolved_run_dir_;
   for (const auto& [key, value] : env) {
-    if (key == "TF_CONFIG" || key == "MIRRORED_GENERATION") continue;
+    if (key == "TF_CONFIG" || key == "MIRRORED_GENERATION" || key == "MIRRORED_GENERATION_START") continue;
     t.env.push_back(key + "=" + value);
   }
   // The worker always reads TF_CONFIG, whatever source the launcher used.
   t.env.push_back("TF_CONFIG=" + config.ToTfConfigJson());
   t.env.push_back("MIRRORED_GENERATION=" + std::to_string(generation));
+  t.env.push_back(GenerationStartEnv());
   t.argv = {binary};
   t.argv.insert(t.argv.end(), worker_args_.begin(), worker_args_.end());
   t.argv.insert(t.argv.end(), {"--run-dir", run_dir});
@@ -70,6 +71,7 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
         << " must not be negative\n";
     return kExitUsage;
   }
+  resolved_run_dir_ = run_dir_.empty() ? DefaultRunDir() : run_dir_;
   auto first = PlanTask(env, 0);
   if (!first.ok()) {
     err << "mirrored-launch: error: " << first.status().message() << "\n";
@@ -83,8 +85,16 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
     PrintDryRun({*first}, out);
     return kExitSuccess;
   }
-  const std::string run_dir = run_dir_.empty() ? DefaultRunDir() : run_dir_;
-  SupervisedRunOptions run{.run_dir = run_dir,
+  if (run_dir_.empty()) {
+    // Created only now that the task is planned (and not for --dry-run).
+    auto made = MakeDefaultRunDir();
+    if (!made.ok()) {
+      err << "mirrored-launch: error: " << made.status().message() << "\n";
+      return ExitCodeFor(made.status());
+    }
+    resolved_run_dir_ = *made;
+  }
+  SupervisedRunOptions run{.run_dir = resolved_run_dir_,
                            .max_restarts = max_restarts_,
                            .grace_period = std::chrono::milliseconds(static_cast<long>(grace_period_sec_ * 1000))};
   return RunSupervised(run, [&](int generation) {

@@ -36,6 +36,7 @@ class ClusterCommand {
   std::string tf_config_text_;
   CLI::Option* tf_config_option_ = nullptr;
   std::string run_dir_;
+  std::string resolved_run_dir_;  // --run-dir, or the default made once per launch (every generation's)
   int max_restarts_ = 0;
   double grace_period_sec_ = 10;
   bool dry_run_ = false;

@@ -1,5 +1,7 @@
 #include "launcher/local_command.h"
 
+#include <unistd.h>
+
 #include <chrono>
 
 #include "launcher/job/local_job_plan.h"
@@ -41,7 +43,19 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
   if (gpus_per_worker_ >= 0) options.gpus_per_worker = gpus_per_worker_;
   if (cpu_replicas_ != 0) options.cpu_replicas = cpu_replicas_;
   options.evaluator = evaluator_;
-  options.run_dir = run_dir_.empty() ? DefaultRunDir() : run_dir_;
+  std::string made_run_dir;  // a new default one, removed again if nothing starts
+  if (!run_dir_.empty()) {
+    options.run_dir = run_dir_;
+  } else if (dry_run_) {
+    options.run_dir = DefaultRunDir();
+  } else {
+    auto made = MakeDefaultRunDir();
+    if (!made.ok()) {
+      err << "mirrored-launch: error: " << made.status().message() << "\n";
+      return ExitCodeFor(made.status());
+    }
+    options.run_dir = made_run_dir = *made;
+  }
   options.worker_binary = ResolveWorkerBinary(worker_binary_);
   options.worker_args = worker_args_;
   const auto env = CurrentEnvironment();
@@ -49,6 +63,7 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
 
   auto plan = PlanLocalJob(options);
   if (!plan.ok()) {
+    if (!made_run_dir.empty()) rmdir(made_run_dir.c_str());
     err << "mirrored-launch: error: " << plan.status().message() << "\n";
     return ExitCodeFor(plan.status());
   }

@@ -1,9 +1,14 @@
 #include "launcher/supervised_run.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -85,6 +90,23 @@ std::string DefaultRunDir() {
   char buf[32];
   std::strftime(buf, sizeof(buf), "runs/%Y%m%d-%H%M%S", &tm);
   return buf;
+}
+
+StatusOr<std::string> MakeDefaultRunDir() {
+  const std::string base = DefaultRunDir();
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(base).parent_path(), ec);
+  if (ec) return InvalidArgumentError("cannot create the default run directory's parent (runs/): " + ec.message() +
+                                      "; give --run-dir");
+  for (int n = 1; n < 1000; ++n) {
+    const std::string name = n == 1 ? base : base + "-" + std::to_string(n);
+    if (mkdir(name.c_str(), 0777) == 0) return name;  // ours alone: mkdir is atomic
+    if (errno != EEXIST) {
+      return InvalidArgumentError("cannot create the default run directory " + name + ": " + std::strerror(errno) +
+                                  "; give --run-dir");
+    }
+  }
+  return InvalidArgumentError("no free default run directory name after " + base + "-999; give --run-dir");
 }
 
 }  // namespace mirrored

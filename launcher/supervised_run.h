@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "launcher/job/job_runner.h"
 
 namespace mirrored {
@@ -30,7 +31,11 @@ void PrintDryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out);
 // $MIRRORED_WORKER_BINARY, else the mirrored-worker beside this executable.
 std::string ResolveWorkerBinary(const std::string& flag_value);
 
-// "runs/20261122-031500": the default run directory.
+// "runs/20261122-031500": the default run directory's name (for --dry-run).
 std::string DefaultRunDir();
+// Creates a new default run directory: DefaultRunDir(), or with "-2", "-3",
+// ... appended when a job started in the same second has that name (never
+// one that exists: a job must not resume another's checkpoints by chance).
+StatusOr<std::string> MakeDefaultRunDir();
 
 }  // namespace mirrored

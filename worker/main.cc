@@ -47,10 +47,13 @@ int RunWorker(const WorkerOptions& options) {
                   static_cast<long long>(evaluated->evaluations));
       return 128 + *evaluated->stop_signal;
     }
-    if (evaluated->saw_final) {
+    if (evaluated->saw_final && evaluated->last_step == evaluated->final_step) {
       std::printf("evaluator done: %lld checkpoint(s); final checkpoint ckpt-%lld: loss %.4f accuracy %.4f\n",
                   static_cast<long long>(evaluated->evaluations), static_cast<long long>(evaluated->last_step),
                   evaluated->last_loss, evaluated->last_accuracy);
+    } else if (evaluated->saw_final) {
+      std::printf("evaluator done: %lld checkpoint(s); the job's last checkpoint, ckpt-%lld, was evaluated before\n",
+                  static_cast<long long>(evaluated->evaluations), static_cast<long long>(evaluated->final_step));
     } else {
       std::printf("evaluator stopped after %lld checkpoint(s) without the final one\n",
                   static_cast<long long>(evaluated->evaluations));
@@ -99,7 +102,10 @@ int RunWorker(const WorkerOptions& options) {
   }
   char fingerprint[16];
   std::snprintf(fingerprint, sizeof(fingerprint), "%06x", summary->weights_fingerprint);
-  if ((*strategy)->is_chief_task()) {
+  if (summary->nothing_to_train) {
+    std::cout << "done: " << summary->steps << " steps (nothing left to train); weights fingerprint " << fingerprint
+              << std::endl;
+  } else if ((*strategy)->is_chief_task()) {
     std::cout << "done: " << summary->steps << " steps; loss " << summary->loss << " accuracy " << summary->accuracy;
     if (summary->val_accuracy >= 0) std::cout << "; val_loss " << summary->val_loss << " val_accuracy " << summary->val_accuracy;
     std::cout << "; replicas identical: " << (summary->replicas_identical ? "yes" : "NO") << "; weights fingerprint "

@@ -5,6 +5,7 @@
 #   --mode hang            record the pid and sleep until stopped
 #   --mode kill-task1      task 1 dies by SIGKILL, the others hang
 #   --mode fail-gen0-task1 task 1 exits 1 in generation 0; all succeed after
+#   --mode fail-gen0       every task exits 1 in generation 0; all succeed after
 mode=ok
 run_dir=
 while [ $# -gt 0 ]; do
@@ -18,6 +19,7 @@ type=$(printf '%s' "$TF_CONFIG" | sed -n 's/.*"type":"\([a-z]*\)".*/\1/p')
 index=$(printf '%s' "$TF_CONFIG" | sed -n 's/.*"index":\([0-9]*\).*/\1/p')
 task="$type:$index"
 echo "task $task generation $MIRRORED_GENERATION token ${#MIRRORED_JOB_TOKEN} chars"
+[ -n "$MIRRORED_GENERATION_START" ] || echo "no MIRRORED_GENERATION_START"
 [ -n "$run_dir" ] && echo $$ > "$run_dir/.pid.$task" && mv "$run_dir/.pid.$task" "$run_dir/pid.$task"
 case "$mode" in
   ok) exit 0 ;;
@@ -32,6 +34,9 @@ case "$mode" in
       echo "step 42: about to die"; kill -9 $$
     fi
     exec sleep 60 ;;
+  fail-gen0)
+    if [ "$MIRRORED_GENERATION" = 0 ]; then echo "failing in generation 0"; exit 1; fi
+    exit 0 ;;
   fail-gen0-task1)
     if [ "$task" = worker:1 ] && [ "$MIRRORED_GENERATION" = 0 ]; then echo "failing in generation 0"; exit 1; fi
     exit 0 ;;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -171,6 +172,51 @@ TEST_F(LaunchLocalTest, DryRunPrintsEveryTaskAndStartsNothing) {
   EXPECT_NE(out.find("evaluator:0 (evaluator)"), std::string::npos) << out;
   EXPECT_NE(out.find("env: TF_CONFIG={\"cluster\":{\"worker\":[\"127.0.0.1:"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(dir_ / "run/logs"));
+}
+
+// Without --run-dir every launch gets a new directory, even launches in the
+// same second: a job never resumes another one's checkpoints by chance.
+TEST_F(LaunchLocalTest, JobsStartedTogetherWithoutRunDirGetDistinctOnes) {
+  std::vector<ChildProcess> launchers;
+  for (int i = 0; i < 3; ++i) {
+    auto child = ChildProcess::Spawn({"/bin/sh", "-c", "cd '" + dir_.string() + "' && exec '" + kLauncher +
+                                                           "' local --worker-binary '" + kFakeWorker + "' -- --mode ok"},
+                                     {"PATH=/usr/bin:/bin"});
+    ASSERT_TRUE(child.ok()) << child.status();
+    launchers.push_back(std::move(child).value());
+  }
+  for (auto& l : launchers) {
+    std::string out;
+    EXPECT_EQ(Finish(l, &out), 0) << out;
+    EXPECT_EQ(out.find("no MIRRORED_GENERATION_START"), std::string::npos) << out;
+  }
+  std::set<std::string> dirs;
+  for (const auto& e : fs::directory_iterator(dir_ / "runs")) {
+    dirs.insert(e.path().filename());
+    EXPECT_TRUE(fs::exists(e.path() / "logs" / "worker:0.log")) << e.path();
+  }
+  EXPECT_EQ(dirs.size(), 3u);
+}
+
+// cluster mode without --run-dir: one directory for the whole launch, so a
+// restarted generation resumes from the first one's checkpoints.
+TEST_F(LaunchLocalTest, ClusterRestartKeepsTheDefaultRunDir) {
+  auto child = ChildProcess::Spawn(
+      {"/bin/sh", "-c",
+       "cd '" + dir_.string() + "' && exec '" + kLauncher + "' cluster --max-restarts 1 --grace-period 2 " +
+           "--worker-binary '" + kFakeWorker + "' -- --mode fail-gen0"},
+      {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=t",
+       R"(TF_CONFIG={"cluster":{"worker":["127.0.0.1:1"]},"task":{"type":"worker","index":0}})"});
+  ASSERT_TRUE(child.ok()) << child.status();
+  std::string out;
+  EXPECT_EQ(Finish(*child, &out), 0) << out;
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(dir_ / "runs")) dirs.push_back(e.path());
+  ASSERT_EQ(dirs.size(), 1u) << out;
+  const std::string log = ReadWholeFile(dirs[0] / "logs" / "worker:0.log");
+  EXPECT_NE(log.find("task worker:0 generation 0"), std::string::npos) << log;
+  EXPECT_NE(log.find("task worker:0 generation 1"), std::string::npos) << log;
+  EXPECT_EQ(log.find("no MIRRORED_GENERATION_START"), std::string::npos) << log;
 }
 
 TEST_F(LaunchLocalTest, BadFlagsAreExitTwo) {

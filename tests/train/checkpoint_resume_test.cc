@@ -36,9 +36,10 @@ struct ProcessRun {
 // Runs argv; when `kill_after` is given, SIGKILLs the process group as soon
 // as that text appears in its output.
 ProcessRun RunProcess(const std::vector<std::string>& argv, const std::string& kill_after = "",
-                      std::chrono::seconds timeout = 180s) {
+                      std::chrono::seconds timeout = 180s, std::vector<std::string> env = {}) {
   ProcessRun run;
-  auto process = testing_util::WorkerProcess::Start(argv, {"PATH=/usr/bin:/bin"});
+  env.push_back("PATH=/usr/bin:/bin");
+  auto process = testing_util::WorkerProcess::Start(argv, env);
   EXPECT_TRUE(process.ok()) << process.status();
   if (!process.ok()) return run;
   const auto deadline = Clock::now() + timeout;
@@ -132,8 +133,8 @@ TEST_F(CheckpointResumeTest, DivergedJobStopsWithoutCheckpointingAndResumesFromT
   EXPECT_NE(diverged.output.find("Try a lower --lr (now 1e+09, sgd)"), std::string::npos) << diverged.output;
   for (const auto& entry : fs::directory_iterator(run / "checkpoints")) {
     const std::string name = entry.path().filename();
-    EXPECT_TRUE(name == "checkpoint" || name == "ckpt-10" || name == "ckpt-20")
-        << "a checkpoint after the divergence: " << entry.path();
+    if (!name.starts_with("ckpt-")) continue;
+    EXPECT_TRUE(name == "ckpt-10" || name == "ckpt-20") << "a checkpoint after the divergence: " << entry.path();
   }
   nlohmann::json index = nlohmann::json::parse(std::ifstream(run / "checkpoints" / "checkpoint"));
   EXPECT_EQ(index.value("latest", ""), "ckpt-20") << index.dump();
@@ -227,6 +228,48 @@ TEST_F(CheckpointResumeTest, EvaluatorEvaluatesEveryCheckpointOnceInOrderEndingW
   std::printf("evaluated steps:");
   for (auto s : steps) std::printf(" %lld", static_cast<long long>(s));
   std::printf("\n");
+}
+
+// A finished job started again with its evaluator (a rerun, a Slurm requeue
+// of a completed job) ends at once: nothing to train, and the evaluator, whose
+// lease says it evaluated the final checkpoint, stops on the chief's
+// training-done record instead of waiting forever. An evaluator started alone
+// on the finished directory stops too; a job extended with more steps has its
+// new checkpoints evaluated, up to its new final one.
+TEST_F(CheckpointResumeTest, FinishedJobStartedAgainWithItsEvaluatorEndsAtOnce) {
+  const fs::path run = dir_ / "rerun";
+  auto job = [&](const std::string& max_steps) {
+    std::vector<std::string> argv = Job(run, {}, max_steps);
+    argv.insert(argv.begin() + 2, "--evaluator");
+    return argv;
+  };
+  ProcessRun first = RunProcess(job("20"));
+  ASSERT_TRUE(first.exit && first.exit->success()) << first.output;
+  ASSERT_NE(first.output.find("evaluated final checkpoint ckpt-20"), std::string::npos) << first.output;
+
+  ProcessRun again = RunProcess(job("20"), "", 60s);
+  ASSERT_TRUE(again.exit.has_value()) << "the rerun did not end:\n" << again.output;
+  EXPECT_TRUE(again.exit->success()) << again.output;
+  EXPECT_NE(again.output.find("nothing to train: the run directory's latest checkpoint is at step 20"),
+            std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("[worker:0] done: 20 steps (nothing left to train)"), std::string::npos)
+      << again.output;
+  EXPECT_NE(again.output.find("[evaluator:0] evaluator done: 0 checkpoint(s); the job's last checkpoint, ckpt-20, "
+                              "was evaluated before"),
+            std::string::npos) << again.output;
+
+  ProcessRun alone = RunProcess({kBin + "/mirrored-worker", "--run-dir", run.string(), "--poll-interval", "0.2"}, "",
+                                60s, {R"(TF_CONFIG={"cluster":{"worker":["127.0.0.1:1"]},"task":{"type":"evaluator","index":0}})"});
+  ASSERT_TRUE(alone.exit.has_value()) << alone.output;
+  EXPECT_TRUE(alone.exit->success()) << alone.output;
+  EXPECT_NE(alone.output.find("the job's last checkpoint, ckpt-20, was evaluated before"), std::string::npos)
+      << alone.output;
+
+  ProcessRun extended = RunProcess(job("40"));
+  ASSERT_TRUE(extended.exit && extended.exit->success()) << extended.output;
+  EXPECT_NE(extended.output.find("[evaluator:0] evaluated checkpoint ckpt-30"), std::string::npos) << extended.output;
+  EXPECT_NE(extended.output.find("[evaluator:0] evaluated final checkpoint ckpt-40"), std::string::npos)
+      << extended.output;
 }
 
 // Ctrl-C or the launcher's SIGTERM stops a following evaluator between

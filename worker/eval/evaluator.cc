@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "common/logging.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/evaluator_lease.h"
+#include "worker/checkpoint/training_done.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/eval/stop_signal.h"
 #include "worker/model/cpu_backend.h"
@@ -101,6 +103,12 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
   const auto poll = std::chrono::milliseconds(static_cast<int64_t>(options.poll_interval_sec * 1000));
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options.eval_timeout_sec * 1000));
   auto last_progress = Clock::now();
+  // Started by mirrored-launch together with the training tasks, which may
+  // be extending a finished run: only their own training-done record (written
+  // after the launcher started this generation) ends the wait.
+  const char* generation_start = std::getenv("MIRRORED_GENERATION_START");
+  const bool beside_a_job = generation_start != nullptr;
+  const double started = beside_a_job ? std::strtod(generation_start, nullptr) : UnixNow();
   MIRRORED_LOG(INFO) << "evaluator following " << options.run_dir << "/checkpoints every " << options.poll_interval_sec
                      << " s";
 
@@ -153,10 +161,24 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
       summary.last_accuracy = accuracy;
       if (st.final) {
         summary.saw_final = true;
+        summary.final_step = info.step;
         return Finish(env, options.run_dir, summary);
       }
       if (options.max_evaluations > 0 && summary.evaluations >= options.max_evaluations)
         return Finish(env, options.run_dir, summary);
+    }
+    // The job has ended and said so (training-done) after this evaluator
+    // started, or, for an evaluator started on its own, at any time: with its
+    // last checkpoint evaluated (now or by an earlier run), nothing follows.
+    if (auto done = TrainingDone::Read(env, options.run_dir); done.ok() && *done && (*done)->step <= done_step &&
+                                                               ((*done)->time >= started || !beside_a_job)) {
+      if (summary.evaluations == 0) {
+        Print("the job's last checkpoint ckpt-" + std::to_string((*done)->step) +
+              " was evaluated before (recorded in the evaluator lease): nothing new to evaluate");
+      }
+      summary.saw_final = true;
+      summary.final_step = (*done)->step;
+      return Finish(env, options.run_dir, summary);
     }
     if (timeout.count() > 0 && Clock::now() - last_progress >= timeout) {
       MIRRORED_LOG(WARNING) << "no new checkpoint for " << options.eval_timeout_sec

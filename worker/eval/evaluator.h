@@ -31,7 +31,8 @@ struct EvaluationSummary {
   int64_t last_step = -1;
   double last_loss = 0;
   double last_accuracy = 0;
-  bool saw_final = false;
+  bool saw_final = false;        // the job's last checkpoint is evaluated (by this run or an earlier one)
+  int64_t final_step = -1;        // its step
   std::optional<int> stop_signal;  // stopped by SIGINT/SIGTERM (StopSignal)
 };
 

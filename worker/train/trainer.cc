@@ -25,6 +25,8 @@
 #include "mirrored/config.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/checkpoint_writer.h"
+#include "worker/checkpoint/run_dir_lock.h"
+#include "worker/checkpoint/training_done.h"
 #include "worker/train/cuda_event_fence.h"
 #include "worker/train/gradient_bucketer.h"
 #include "worker/train/model_checkpoint.h"
@@ -285,8 +287,15 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
   ChiefLog log;
   std::optional<LoadedCheckpoint> resume;
   std::unique_ptr<CheckpointWriter> writer;
+  std::optional<RunDirLock> run_dir_lock;  // held while this chief trains
   if (strategy.is_chief_task()) {
-    if (checkpoints) std::filesystem::create_directories(options.run_dir);
+    if (checkpoints) {
+      // Before anything is written: a directory another job trains into,
+      // or one that cannot be written, is refused now (exit 2), not at
+      // the first checkpoint.
+      MIRRORED_ASSIGN_OR_RETURN(RunDirLock lock, RunDirLock::Acquire(options.run_dir));
+      run_dir_lock.emplace(std::move(lock));
+    }
     MIRRORED_RETURN_IF_ERROR(log.Open(options.run_dir));
     if (checkpoints) {
       CheckpointReader reader(FileEnv::Default(), options.run_dir);
@@ -364,6 +373,21 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
     data::SamplerPosition position = start.position;
     int64_t synced_step = step;                                  // the last sync point's step
     int64_t last_checkpoint = checkpoints && step > 0 ? step : -1;  // resumed from it, or none yet
+    bool stopped_early = false;                                  // preempted
+    if (!(step < total_steps && position.epoch < end_epoch)) {
+      // A finished job started again (or one given fewer steps): say so
+      // rather than report a 0-step run.
+      if (replica.is_chief()) {
+        MIRRORED_LOG(WARNING) << "nothing to train: the run directory's latest checkpoint is at step " << step
+                              << " (epoch " << position.epoch + (position.step ? 1 : 0) << "), and --epochs "
+                              << options.epochs
+                              << (options.max_steps > 0 ? " / --max-steps " + std::to_string(options.max_steps) : "")
+                              << " end at step " << total_steps
+                              << ": give a larger --epochs or --max-steps to train on, or another --run-dir";
+      }
+      std::lock_guard<std::mutex> lock(summary_mu);
+      summary.nothing_to_train = true;
+    }
 
     while (step < total_steps && position.epoch < end_epoch) {
       MIRRORED_ASSIGN_OR_RETURN(data::Batch batch, prefetcher.Next(std::chrono::seconds(120)));
@@ -481,10 +505,17 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
         }
         std::lock_guard<std::mutex> lock(summary_mu);
         summary.preempted = true;
+        stopped_early = true;
         break;
       }
     }
-    if (writer && replica.global_rank() == 0) MIRRORED_RETURN_IF_ERROR(writer->Wait());
+    if (writer && replica.global_rank() == 0) {
+      MIRRORED_RETURN_IF_ERROR(writer->Wait());
+      // Evaluators beside this job: no checkpoint follows this one.
+      if (!stopped_early && last_checkpoint >= 0) {
+        MIRRORED_RETURN_IF_ERROR(TrainingDone::Write(FileEnv::Default(), options.run_dir, last_checkpoint));
+      }
+    }
     // Prove the replicas ended identical: max and min of a fingerprint agree.
     std::vector<float> params = store.DownloadParams();
     MIRRORED_ASSIGN_OR_RETURN(bool same, ReplicasIdentical(params, comm));

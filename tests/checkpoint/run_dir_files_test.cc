@@ -1,0 +1,74 @@
+// The run directory's two small coordination files: the chief's lock
+// (one job per run directory) and the training-done record evaluators read.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "worker/checkpoint/run_dir_lock.h"
+#include "worker/checkpoint/training_done.h"
+
+namespace mirrored {
+namespace {
+
+namespace fs = std::filesystem;
+
+class RunDirFilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("mirrored-run-dir-files-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(RunDirFilesTest, SecondChiefIsRefusedNamingTheFirstUntilItsLockIsGone) {
+  auto first = RunDirLock::Acquire(dir_.string());
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = RunDirLock::Acquire(dir_.string());
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(second.status().message().find("--run-dir " + dir_.string() + " is in use by another job (its chief: pid " +
+                                           std::to_string(getpid()) + " on host "),
+            std::string::npos)
+      << second.status();
+  { RunDirLock released = std::move(first).value(); }
+  auto third = RunDirLock::Acquire(dir_.string());
+  EXPECT_TRUE(third.ok()) << third.status();
+}
+
+TEST_F(RunDirFilesTest, RunDirThatIsAFileIsRefusedNamingIt) {
+  std::ofstream(dir_.string()) << "x";
+  auto lock = RunDirLock::Acquire(dir_.string());
+  ASSERT_FALSE(lock.ok());
+  EXPECT_EQ(lock.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(lock.status().message().find("--run-dir " + dir_.string() + ": cannot create"), std::string::npos)
+      << lock.status();
+  fs::remove(dir_);
+}
+
+TEST_F(RunDirFilesTest, TrainingDoneRoundTripsAndDamageIsDataLoss) {
+  fs::create_directories(dir_ / "checkpoints");
+  auto none = TrainingDone::Read(FileEnv::Default(), dir_.string());
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_value());
+
+  const double before = UnixNow();
+  ASSERT_TRUE(TrainingDone::Write(FileEnv::Default(), dir_.string(), 500).ok());
+  auto done = TrainingDone::Read(FileEnv::Default(), dir_.string());
+  ASSERT_TRUE(done.ok() && done->has_value()) << done.status();
+  EXPECT_EQ((*done)->step, 500);
+  EXPECT_GE((*done)->time, before);
+  EXPECT_LE((*done)->time, UnixNow());
+
+  std::ofstream(dir_ / "checkpoints" / kTrainingDoneFileName) << "{\"step\": \"x\"}";
+  auto damaged = TrainingDone::Read(FileEnv::Default(), dir_.string());
+  EXPECT_EQ(damaged.status().code(), StatusCode::kDataLoss) << damaged.status();
+}
+
+}  // namespace
+}  // namespace mirrored

@@ -1,0 +1,80 @@
+#include "worker/checkpoint/run_dir_lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <utility>
+
+#include "worker/checkpoint/checkpoint_index.h"
+#include "worker/checkpoint/file_env.h"
+
+namespace mirrored {
+namespace {
+
+std::string Holder() {
+  char host[256] = "?";
+  gethostname(host, sizeof(host) - 1);
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char when[32];
+  std::strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return "pid " + std::to_string(getpid()) + " on host " + host + " since " + when;
+}
+
+}  // namespace
+
+StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir) {
+  const std::string dir = CheckpointsDir(run_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    return InvalidArgumentError("--run-dir " + run_dir + ": cannot create " + dir + ": " +
+                                (ec ? ec.message() : "not a directory"));
+  }
+  const std::string path = JoinPath(dir, kChiefLockFileName);
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return InvalidArgumentError("--run-dir " + run_dir + ": cannot open " + path + ": " + std::strerror(errno));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    std::string holder(256, '\0');
+    ssize_t n = pread(fd, holder.data(), holder.size(), 0);
+    holder.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0')) holder.pop_back();
+    close(fd);
+    if (err == EWOULDBLOCK) {
+      return InvalidArgumentError("--run-dir " + run_dir + " is in use by another job (its chief: " +
+                                  (holder.empty() ? "unknown" : holder) +
+                                  "): give another --run-dir, or wait for that job to end");
+    }
+    return InvalidArgumentError("--run-dir " + run_dir + ": cannot lock " + path + ": " + std::strerror(err));
+  }
+  const std::string me = Holder() + "\n";
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+    const int err = errno;
+    close(fd);
+    return InvalidArgumentError("--run-dir " + run_dir + ": cannot write " + path + ": " + std::strerror(err));
+  }
+  return RunDirLock(fd);
+}
+
+RunDirLock::RunDirLock(RunDirLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+RunDirLock& RunDirLock::operator=(RunDirLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+RunDirLock::~RunDirLock() {
+  if (fd_ >= 0) close(fd_);  // releases the flock
+}
+
+}  // namespace mirrored

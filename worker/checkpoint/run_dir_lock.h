@@ -1,0 +1,41 @@
+// One training job per run directory at a time. Two jobs on one directory
+// would resume from each other's checkpoints, overwrite them and interleave
+// their logs; so the chief holds an exclusive flock(2) on
+// RUN_DIR/checkpoints/chief.lock while it trains, with who it is written in
+// the file. The kernel releases the lock when the process ends, however it
+// ends: a crashed job leaves nothing stale behind. (Over NFS, flock is
+// carried by the server's byte-range locks.) Evaluators only read, and take
+// no lock.
+//
+//   MIRRORED_ASSIGN_OR_RETURN(RunDirLock lock, RunDirLock::Acquire(run_dir));
+//   ... train; the lock is held until `lock` is destroyed ...
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+
+namespace mirrored {
+
+inline constexpr char kChiefLockFileName[] = "chief.lock";
+
+class RunDirLock {
+ public:
+  // Creates RUN_DIR/checkpoints if needed and locks it for this process.
+  // Errors: InvalidArgument naming the directory and the holder ("pid 123
+  // on host h since <time>") when another job's chief holds it, or naming
+  // the path when RUN_DIR or its checkpoints/ cannot be created or written.
+  static StatusOr<RunDirLock> Acquire(const std::string& run_dir);
+
+  RunDirLock(RunDirLock&& other) noexcept;
+  RunDirLock& operator=(RunDirLock&& other) noexcept;
+  RunDirLock(const RunDirLock&) = delete;
+  RunDirLock& operator=(const RunDirLock&) = delete;
+  ~RunDirLock();
+
+ private:
+  explicit RunDirLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace mirrored

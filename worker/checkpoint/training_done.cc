@@ -1,0 +1,36 @@
+#include "worker/checkpoint/training_done.h"
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "worker/checkpoint/checkpoint_index.h"
+
+namespace mirrored {
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+Status TrainingDone::Write(FileEnv* env, const std::string& run_dir, int64_t step) {
+  nlohmann::json json = {{"checkpoint", CheckpointDirName(step)}, {"step", step}, {"time", UnixNow()}};
+  // Not kTempPrefix, which the chief's pruning removes (as for the lease).
+  return WriteFileAtomically(env, CheckpointsDir(run_dir), kTrainingDoneFileName, json.dump() + "\n",
+                             ".training-done-");
+}
+
+StatusOr<std::optional<TrainingDone::Record>> TrainingDone::Read(FileEnv* env, const std::string& run_dir) {
+  const std::string path = JoinPath(CheckpointsDir(run_dir), kTrainingDoneFileName);
+  StatusOr<std::string> text = env->ReadFile(path);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) return std::optional<Record>();
+    return text.status();
+  }
+  nlohmann::json json = nlohmann::json::parse(*text, nullptr, false);
+  if (json.is_discarded() || !json.is_object() || !json["step"].is_number_integer() ||
+      !json["time"].is_number()) {
+    return DataLossError(path + ": not a {\"step\": <integer>, \"time\": <seconds>} object");
+  }
+  return std::optional<Record>(Record{json["step"].get<int64_t>(), json["time"].get<double>()});
+}
+
+}  // namespace mirrored
