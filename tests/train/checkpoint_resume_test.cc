@@ -111,7 +111,7 @@ TEST_F(CheckpointResumeTest, KilledAndResumedJobEndsBitIdenticalToAnUninterrupte
 }
 
 // A job that diverges (loss NaN: here a resumed job given an absurd learning
-// rate) stops on every task at the same step with exit 1, naming the steps and
+// rate) stops on every task at the same step with exit 2, naming the steps and
 // the checkpoint to go back to, and never checkpoints the broken weights: the
 // good checkpoint stays the latest, and a run with a sane rate resumes from it.
 TEST_F(CheckpointResumeTest, DivergedJobStopsWithoutCheckpointingAndResumesFromTheLastGoodOne) {
@@ -122,7 +122,7 @@ TEST_F(CheckpointResumeTest, DivergedJobStopsWithoutCheckpointingAndResumesFromT
 
   ProcessRun diverged = RunProcess(Job(run, {"--optimizer", "sgd", "--lr", "1e9"}));
   ASSERT_TRUE(diverged.exit.has_value()) << diverged.output;
-  EXPECT_EQ(diverged.exit->ShellCode(), 1) << diverged.output;
+  EXPECT_EQ(diverged.exit->ShellCode(), 2) << diverged.output;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(diverged.output, m,
                                 std::regex("training diverged: the mean loss over steps? ([0-9]+)(-[0-9]+)? is (nan|inf)")))

@@ -36,9 +36,12 @@ int main(int argc, char** argv) {
   options.cpu_replicas = replicas;
   if (const char* token = std::getenv("MIRRORED_JOB_TOKEN")) options.job_token = token;
   auto strategy = MirroredStrategy::Create(*config, options);
-  if (!strategy.ok()) return ExitCodeFor(strategy.status());
   // Tasks started with other step counts would not meet in the same collectives.
-  if (Status s = (*strategy)->CheckTasksAgree({{"--steps", std::to_string(steps)}}); !s.ok()) return ExitCodeFor(s);
+  Status joined = strategy.ok() ? (*strategy)->CheckTasksAgree({{"--steps", std::to_string(steps)}}) : strategy.status();
+  if (!joined.ok()) {
+    std::fprintf(stderr, "custom_training_loop: %s\n", joined.ToString().c_str());
+    return ExitCodeFor(joined);
+  }
 
   const int world = (*strategy)->num_replicas_in_sync();
   const uint64_t global_batch = batch_per_replica * world;   // GLOBAL_BATCH_SIZE

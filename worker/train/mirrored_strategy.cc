@@ -392,6 +392,12 @@ Status MirroredStrategy::RunReplicas(const std::function<Status(ReplicaContext&)
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, options_.heartbeat_timeout + std::chrono::seconds(1), [&] { return !job_error_.ok(); });
   }
+  // A configuration error this task found itself (the replicas diverged
+  // under --lr, tasks disagree on a flag) is reached by every task alike: a
+  // peer's report of the same error arriving first must not turn it into
+  // "stopped because another task failed".
+  for (const Status& s : results)
+    if (s.code() == StatusCode::kInvalidArgument) return s;
   // The job error (a peer failed) explains everything else.
   if (Status e = job_error(); !e.ok()) return e;
   // Prefer the root cause over the Aborted echoes it caused locally.

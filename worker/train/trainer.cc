@@ -211,7 +211,7 @@ Status BroadcastStart(const std::optional<LoadedCheckpoint>& resume, uint64_t gl
 // launcher's restart would only replay the same steps, so the message says
 // what to change.
 Status DivergedError(std::optional<float> mean_loss, int64_t first, int64_t last, int64_t epoch,
-                     int64_t last_checkpoint, const WorkerOptions& options) {
+                     int64_t last_checkpoint, bool chief, const WorkerOptions& options) {
   std::ostringstream m;
   m << "training diverged: ";
   if (!mean_loss) {
@@ -222,7 +222,9 @@ Status DivergedError(std::optional<float> mean_loss, int64_t first, int64_t last
     m << " is " << (std::isnan(*mean_loss) ? "nan" : *mean_loss > 0 ? "inf" : "-inf");
   }
   m << " (epoch " << epoch + 1 << "); stopped before checkpointing them. ";
-  if (options.run_dir.empty()) {
+  if (!chief) {
+    m << "The chief's latest checkpoint is from before (see its log); run again to resume from it.";
+  } else if (options.run_dir.empty()) {
     m << "Nothing is saved (no --run-dir).";
   } else if (last_checkpoint < 0) {
     m << "No checkpoint was written yet.";
@@ -230,7 +232,15 @@ Status DivergedError(std::optional<float> mean_loss, int64_t first, int64_t last
     m << "The latest checkpoint, ckpt-" << last_checkpoint << ", is from before; run again to resume from it.";
   }
   m << " Try a lower --lr (now " << options.EffectiveLearningRate() << ", " << options.optimizer << ").";
-  return FailedPreconditionError(m.str());
+  // A configuration error (exit 2): a restart with the same flags replays
+  // the same steps bit for bit, so the launcher must not retry it.
+  return InvalidArgumentError(m.str());
+}
+
+bool AllFinite(const std::vector<float>& v) {
+  for (float x : v)
+    if (!std::isfinite(x)) return false;
+  return true;
 }
 
 // What every task must agree on: whatever decides the collectives' sizes
@@ -428,7 +438,8 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
         MIRRORED_RETURN_IF_ERROR(replica.SumAcrossReplicas(sums));
         // Every replica holds the same sums, so all stop here together.
         if (!std::isfinite(sums[0])) {
-          return DivergedError(sums[0] / std::max(1.0f, sums[2]), synced_step + 1, step, epoch, last_checkpoint, options);
+          return DivergedError(sums[0] / std::max(1.0f, sums[2]), synced_step + 1, step, epoch, last_checkpoint,
+                               strategy.is_chief_task(), options);
         }
         synced_step = step;
         window_loss += sums[0];
@@ -452,6 +463,12 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
         window_start = Clock::now();
       }
       const bool checkpoint_now = checkpoints && (last || preempted || scheduled_checkpoint);
+      // The loss above was computed before this step's update: before a
+      // checkpoint (or the end) every replica checks the weights themselves.
+      // Replicas hold identical weights, so all decide alike, no collective.
+      if ((last || preempted || scheduled_checkpoint) && !AllFinite(store.DownloadParams())) {
+        return DivergedError(std::nullopt, step, step, epoch, last_checkpoint, strategy.is_chief_task(), options);
+      }
       if ((epoch_end || last || scheduled_checkpoint || preempted) && store.state_size() > 0) {
         // BatchNorm statistics are per replica (local batches); average them
         // so every replica (and the checkpoint) holds the same state.
@@ -478,7 +495,7 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
         if (!snapshot.AllFinite()) {
           // The loss was finite but this step's update was not: never
           // replace a good checkpoint with this one.
-          return DivergedError(std::nullopt, step, step, epoch, last_checkpoint, options);
+          return DivergedError(std::nullopt, step, step, epoch, last_checkpoint, true, options);
         }
         MIRRORED_RETURN_IF_ERROR(last ? writer->Write(snapshot.Contents(st)) : writer->WriteAsync(snapshot.Contents(st)));
       }
