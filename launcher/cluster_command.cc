@@ -66,9 +66,16 @@ StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int gen
 }
 
 int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostream& err) {
-  if (max_restarts_ < 0 || grace_period_sec_ < 0) {
-    err << "mirrored-launch: error: " << (max_restarts_ < 0 ? "--max-restarts" : "--grace-period")
-        << " must not be negative\n";
+  if (max_restarts_ < 0) {
+    err << "mirrored-launch: error: --max-restarts must not be negative\n";
+    return kExitUsage;
+  }
+  if (!(grace_period_sec_ >= 0) || grace_period_sec_ > 86400) {
+    err << "mirrored-launch: error: --grace-period " << grace_period_sec_ << " must be 0 to 86400 seconds\n";
+    return kExitUsage;
+  }
+  if (Status s = CheckWorkerArgs(worker_args_, false); !s.ok()) {
+    err << "mirrored-launch: error: " << s.message() << "\n";
     return kExitUsage;
   }
   resolved_run_dir_ = run_dir_.empty() ? DefaultRunDir() : run_dir_;

@@ -14,7 +14,7 @@ void LocalCommand::Register(CLI::App& app) {
   subcommand_->add_option("--workers", workers_, "Worker processes")->capture_default_str();
   subcommand_->add_option("--gpus-per-worker", gpus_per_worker_,
                           "GPUs per worker (default: the visible GPUs split evenly)");
-  subcommand_->add_option("--cpu-replicas", cpu_replicas_, "CPU replicas per worker without a GPU");
+  cpu_replicas_option_ = subcommand_->add_option("--cpu-replicas", cpu_replicas_, "CPU replicas per worker without a GPU");
   subcommand_->add_flag("--evaluator", evaluator_, "Also run an evaluator task");
   subcommand_->add_option("--run-dir", run_dir_, "Run directory (default: runs/<date-time>)");
   subcommand_->add_option("--max-restarts", max_restarts_, "Whole-job restarts after a failure")
@@ -34,14 +34,22 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
     err << "mirrored-launch: error: --max-restarts " << max_restarts_ << " must not be negative\n";
     return kExitUsage;
   }
-  if (grace_period_sec_ < 0) {
-    err << "mirrored-launch: error: --grace-period " << grace_period_sec_ << " must not be negative\n";
+  if (!(grace_period_sec_ >= 0) || grace_period_sec_ > 86400) {
+    err << "mirrored-launch: error: --grace-period " << grace_period_sec_ << " must be 0 to 86400 seconds\n";
+    return kExitUsage;
+  }
+  if (Status s = CheckWorkerArgs(worker_args_, cpu_replicas_option_->count() > 0); !s.ok()) {
+    err << "mirrored-launch: error: " << s.message() << "\n";
+    return kExitUsage;
+  }
+  if (cpu_replicas_option_->count() > 0 && cpu_replicas_ < 1) {
+    err << "mirrored-launch: error: --cpu-replicas " << cpu_replicas_ << " must be at least 1\n";
     return kExitUsage;
   }
   LocalJobOptions options;
   options.workers = workers_;
   if (gpus_per_worker_ >= 0) options.gpus_per_worker = gpus_per_worker_;
-  if (cpu_replicas_ != 0) options.cpu_replicas = cpu_replicas_;
+  if (cpu_replicas_option_->count() > 0) options.cpu_replicas = cpu_replicas_;
   options.evaluator = evaluator_;
   std::string made_run_dir;  // a new default one, removed again if nothing starts
   if (!run_dir_.empty()) {

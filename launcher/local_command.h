@@ -27,7 +27,8 @@ class LocalCommand {
   CLI::App* subcommand_ = nullptr;
   int workers_ = 1;
   int gpus_per_worker_ = -1;  // -1: split the visible GPUs evenly
-  int cpu_replicas_ = 0;      // 0: the worker's default
+  int cpu_replicas_ = 0;      // unless given: the worker's default
+  CLI::Option* cpu_replicas_option_ = nullptr;
   bool evaluator_ = false;
   std::string run_dir_;
   int max_restarts_ = 0;

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <string>
 
 #include "common/cluster/environment_map.h"
 #include "common/status.h"
@@ -25,7 +26,15 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
-    return rc == 0 ? 0 : mirrored::kExitUsage;
+    if (rc == 0) return 0;
+    const std::string first = argc > 1 ? argv[1] : "";
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+      std::cerr << "mirrored-launch: the workers' own flags go after `--`, e.g. mirrored-launch local --workers 2 "
+                   "-- --model cnn --epochs 3\n";
+    } else if (argc > 1 && first[0] != '-' && first != "local" && first != "cluster" && first != "explain") {
+      std::cerr << "mirrored-launch: unknown subcommand \"" << first << "\": use local, cluster or explain\n";
+    }
+    return mirrored::kExitUsage;
   }
   if (local.parsed()) return local.Run(std::cout, std::cerr);
   if (cluster.parsed()) return cluster.Run(mirrored::ProcessEnvironment(), std::cout, std::cerr);

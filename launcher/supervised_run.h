@@ -31,6 +31,11 @@ void PrintDryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out);
 // $MIRRORED_WORKER_BINARY, else the mirrored-worker beside this executable.
 std::string ResolveWorkerBinary(const std::string& flag_value);
 
+// The arguments after `--` must not set what the launcher sets for each task
+// itself: --run-dir (always), --cpu-replicas (when the launcher's own is
+// given). InvalidArgument saying where the flag belongs.
+Status CheckWorkerArgs(const std::vector<std::string>& worker_args, bool launcher_sets_cpu_replicas);
+
 // "runs/20261122-031500": the default run directory's name (for --dry-run).
 std::string DefaultRunDir();
 // Creates a new default run directory: DefaultRunDir(), or with "-2", "-3",

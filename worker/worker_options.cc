@@ -1,11 +1,14 @@
 #include "worker/worker_options.h"
 
+#include <cmath>
+
 namespace mirrored {
 namespace {
 
 Status Positive(const char* flag, double value) {
-  if (value > 0) return OkStatus();
-  return InvalidArgumentError(std::string(flag) + " " + CLI::detail::to_string(value) + " must be positive");
+  if (value > 0 && std::isfinite(value)) return OkStatus();
+  return InvalidArgumentError(std::string(flag) + " " + CLI::detail::to_string(value) +
+                              " must be a positive number");
 }
 
 }  // namespace
@@ -17,7 +20,8 @@ void WorkerOptions::Register(CLI::App& app) {
   app.add_option("--max-steps", max_steps, "Stop after this many global steps (0: no limit)")->capture_default_str();
   app.add_option("--batch-per-replica", batch_per_replica, "Examples per replica per step")->capture_default_str();
   app.add_option("--optimizer", optimizer, "adam or sgd (momentum 0.9)")->capture_default_str();
-  app.add_option("--lr", lr, "Learning rate (default: adam 1e-3, sgd 1e-2)");
+  app.add_option_function<double>(
+      "--lr", [this](double v) { lr = v, lr_given = true; }, "Learning rate (default: adam 1e-3, sgd 1e-2)");
   app.add_option("--seed", seed, "Seed of initial weights and shuffling")->capture_default_str();
   app.add_option("--device", device, "auto, cpu or gpu")->capture_default_str();
   app.add_option("--cpu-replicas", cpu_replicas, "Replicas on a worker without a GPU")->capture_default_str();
@@ -61,7 +65,7 @@ Status WorkerOptions::Validate() const {
     return InvalidArgumentError("--batch-per-replica " + std::to_string(batch_per_replica) +
                                 " is out of range: 1 to 1048576");
   }
-  if (lr < 0) return InvalidArgumentError("--lr " + CLI::detail::to_string(lr) + " must be positive");
+  if (lr_given || lr != 0) MIRRORED_RETURN_IF_ERROR(Positive("--lr", lr));
   if (cpu_replicas < 1 || cpu_replicas > 256) {
     return InvalidArgumentError("--cpu-replicas " + std::to_string(cpu_replicas) + " is out of range: 1 to 256");
   }
@@ -86,8 +90,9 @@ Status WorkerOptions::Validate() const {
   if (max_evaluations < 0) {
     return InvalidArgumentError("--max-evaluations " + std::to_string(max_evaluations) + " must not be negative");
   }
-  if (eval_timeout_sec < 0) {
-    return InvalidArgumentError("--eval-timeout " + CLI::detail::to_string(eval_timeout_sec) + " must not be negative");
+  if (!(eval_timeout_sec >= 0) || !std::isfinite(eval_timeout_sec)) {
+    return InvalidArgumentError("--eval-timeout " + CLI::detail::to_string(eval_timeout_sec) +
+                                " must be a number of seconds, 0 for no limit");
   }
   return OkStatus();
 }

@@ -25,6 +25,7 @@ struct WorkerOptions {
   int64_t batch_per_replica = 64;
   std::string optimizer = "adam";
   double lr = 0;          // 0: the optimizer's default (adam 1e-3, sgd 1e-2)
+  bool lr_given = false;  // --lr was on the command line (then 0 is an error, not the default)
   uint64_t seed = 42;
 
   // Devices.

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -160,6 +161,10 @@ Status CheckTaskInCluster(const TaskId& task, const ClusterSpec& cluster) {
 }
 
 StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return InvalidArgumentError("--tf-config file " + Quote(path) + " is a directory: give a JSON file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;

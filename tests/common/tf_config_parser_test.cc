@@ -261,6 +261,9 @@ TEST(ResolveTfConfigTest, ErrorsNameTheirOrigin) {
   EXPECT_EQ(ExitCodeFor(missing.status()), 2);
   EXPECT_EQ(missing.status().message(),
             "--tf-config \"/nonexistent/tf.json\": no such file (a JSON value must start with \"{\")");
+  StatusOr<ClusterConfig> directory = ResolveTfConfig(std::string("/tmp"), {});
+  EXPECT_EQ(ExitCodeFor(directory.status()), 2);
+  EXPECT_EQ(directory.status().message(), "--tf-config file \"/tmp\" is a directory: give a JSON file");
 }
 
 }  // namespace

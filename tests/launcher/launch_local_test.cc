@@ -223,6 +223,27 @@ TEST_F(LaunchLocalTest, BadFlagsAreExitTwo) {
   std::string out;
   EXPECT_EQ(RunToEnd({"--workers", "0"}, &out), 2);
   EXPECT_NE(out.find("--workers 0 is out of range"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(RunToEnd({"--cpu-replicas", "0"}, &out), 2);
+  EXPECT_NE(out.find("--cpu-replicas 0 must be at least 1"), std::string::npos) << out;
+  auto nan_grace = ChildProcess::Spawn({kLauncher, "local", "--grace-period", "nan"}, {"PATH=/usr/bin:/bin"});
+  ASSERT_TRUE(nan_grace.ok());
+  out.clear();
+  EXPECT_EQ(Finish(*nan_grace, &out), 2);
+  EXPECT_NE(out.find("--grace-period nan must be 0 to 86400 seconds"), std::string::npos) << out;
+  // What the launcher sets for every task does not go after `--`.
+  out.clear();
+  EXPECT_EQ(RunToEnd({"--", "--run-dir", "elsewhere"}, &out), 2);
+  EXPECT_NE(out.find("--run-dir after `--`: the launcher gives every task its run directory"), std::string::npos)
+      << out;
+  out.clear();
+  EXPECT_EQ(RunToEnd({"--cpu-replicas", "2", "--", "--cpu-replicas=1"}, &out), 2);
+  EXPECT_NE(out.find("--cpu-replicas is given both to mirrored-launch and after `--`"), std::string::npos) << out;
+  // A worker flag without `--` before it: the hint says where it goes.
+  out.clear();
+  EXPECT_EQ(RunToEnd({"--model", "mlp"}, &out), 2);
+  EXPECT_NE(out.find("the workers' own flags go after `--`"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir_ / "run" / "logs")) << "a refused job started something";
 }
 
 }  // namespace

@@ -146,6 +146,23 @@ TEST_F(CheckpointResumeTest, DivergedJobStopsWithoutCheckpointingAndResumesFromT
   std::printf("diverged over steps %s%s, resumed from ckpt-20 and finished\n", m[1].str().c_str(), m[2].str().c_str());
 }
 
+// Resuming with another optimizer cannot restore its slots: exit 2 naming
+// both, before any step (not an internal error about a missing tensor that a
+// launcher would retry).
+TEST_F(CheckpointResumeTest, ResumeWithAnotherOptimizerIsAConfigurationError) {
+  const fs::path run = dir_ / "optimizer";
+  ProcessRun adam = RunProcess({kBin + "/mirrored-worker", "--model", "mlp", "--max-steps", "10", "--no-validate",
+                                "--cpu-replicas", "1", "--run-dir", run.string()});
+  ASSERT_TRUE(adam.exit && adam.exit->success()) << adam.output;
+  ProcessRun sgd = RunProcess({kBin + "/mirrored-worker", "--model", "mlp", "--max-steps", "20", "--no-validate",
+                               "--cpu-replicas", "1", "--optimizer", "sgd", "--run-dir", run.string()});
+  ASSERT_TRUE(sgd.exit.has_value()) << sgd.output;
+  EXPECT_EQ(sgd.exit->ShellCode(), 2) << sgd.output;
+  EXPECT_NE(sgd.output.find("--optimizer sgd does not match the run directory's checkpoint"), std::string::npos)
+      << sgd.output;
+  EXPECT_NE(sgd.output.find("use --optimizer adam to resume it"), std::string::npos) << sgd.output;
+}
+
 // SIGTERM to a non-chief worker mid-epoch: the tasks agree on a step, the
 // chief checkpoints it, every task exits 143; started again, the job resumes
 // there and ends exactly as an uninterrupted run.

@@ -316,6 +316,19 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
                                       latest->info.dir + " (model " + latest->info.state.model +
                                       "): use another --run-dir");
         }
+        const CheckpointState& st = latest->info.state;
+        if (!st.optimizer.empty() && st.optimizer != options.optimizer) {
+          return InvalidArgumentError("--optimizer " + options.optimizer + " does not match the run directory's checkpoint " +
+                                      latest->info.dir + " (optimizer " + st.optimizer + ", whose slots it holds): use --optimizer " +
+                                      st.optimizer + " to resume it, or another --run-dir");
+        }
+        if (st.data_seed != static_cast<int64_t>(options.seed)) {
+          MIRRORED_LOG(WARNING) << "--seed " << options.seed << " differs from the checkpoint's (" << st.data_seed
+                                << ", " << latest->info.dir << "): the data order from here on is another one"
+                                << (st.step_in_epoch > 0 ? ", and the rest of epoch " + std::to_string(st.epoch + 1) +
+                                                               " repeats some of its examples and skips others"
+                                                         : "");
+        }
         MIRRORED_LOG(INFO) << "resuming from " << latest->info.dir << " (step " << latest->info.step << ", epoch "
                            << latest->info.state.epoch + 1 << ")";
         resume = std::move(latest).value();

@@ -1,0 +1,54 @@
+// mirrored-worker's flags: values that would silently mean something else
+// (a learning rate of 0 taken as "the default", a NaN timeout taken as
+// "never") are refused, naming the flag.
+#include "worker/worker_options.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace mirrored {
+namespace {
+
+Status Parse(std::vector<std::string> args, WorkerOptions* options) {
+  CLI::App app;
+  options->Register(app);
+  std::vector<const char*> argv = {"mirrored-worker"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  return options->Validate();
+}
+
+TEST(WorkerOptionsTest, NoLrIsTheOptimizersDefault) {
+  WorkerOptions adam, sgd;
+  ASSERT_TRUE(Parse({}, &adam).ok());
+  EXPECT_DOUBLE_EQ(adam.EffectiveLearningRate(), 1e-3);
+  ASSERT_TRUE(Parse({"--optimizer", "sgd"}, &sgd).ok());
+  EXPECT_DOUBLE_EQ(sgd.EffectiveLearningRate(), 1e-2);
+  WorkerOptions given;
+  ASSERT_TRUE(Parse({"--lr", "0.05"}, &given).ok());
+  EXPECT_DOUBLE_EQ(given.EffectiveLearningRate(), 0.05);
+}
+
+TEST(WorkerOptionsTest, LrThatIsNotAPositiveNumberIsRefused) {
+  for (const char* bad : {"0", "-1", "nan", "inf"}) {
+    WorkerOptions o;
+    Status s = Parse({"--lr", bad}, &o);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find(std::string("--lr ") + bad + " must be a positive number"), std::string::npos)
+        << s.message();
+  }
+}
+
+TEST(WorkerOptionsTest, NonFiniteSecondsAreRefused) {
+  WorkerOptions a, b, c;
+  EXPECT_NE(Parse({"--eval-timeout", "nan"}, &a).message().find("--eval-timeout nan must be a number of seconds"),
+            std::string::npos);
+  EXPECT_NE(Parse({"--collective-timeout", "inf"}, &b).message().find("--collective-timeout inf must be a positive"),
+            std::string::npos);
+  EXPECT_TRUE(Parse({"--eval-timeout", "0"}, &c).ok());
+}
+
+}  // namespace
+}  // namespace mirrored
