@@ -199,6 +199,23 @@ TEST_F(CoordinationGrpcTest, RegistrationTimeoutNamesMissingTaskOverGrpc) {
   EXPECT_EQ(ExitCodeFor(s), kExitTimeout);
 }
 
+// As mirrored-worker sets them up: the chief's agent and its service share
+// one registration timeout. The service's verdict, naming the task that never
+// came, must be what the chief reports, not its own RPC's timeout.
+TEST_F(CoordinationGrpcTest, ChiefWithTheServicesOwnTimeoutStillNamesTheMissingTask) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    StartService(2, /*registration_timeout_ms=*/400);
+    CoordinationAgentOptions o = AgentOptions("chief:0");
+    o.registration_timeout_ms = 400;
+    CoordinationAgent chief(o);
+    Status s = chief.Connect();
+    EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);
+    EXPECT_NE(s.message().find("tasks never registered: worker:0"), std::string::npos) << "attempt " << attempt << ": " << s;
+    server_->Stop();
+    server_.reset();
+  }
+}
+
 TEST_F(CoordinationGrpcTest, LostAgentAbortsBlockedPeersPromptly) {
   StartService(3);
   auto agents = ConnectAll(3);

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
@@ -220,9 +221,13 @@ TEST_F(CheckpointResumeTest, EvaluatorEvaluatesEveryCheckpointOnceInOrderEndingW
   std::ifstream metrics(dir_ / "eval/metrics.jsonl");
   std::vector<int64_t> steps;
   std::string line, last_checkpoint;
+  std::map<int64_t, int64_t> train_epoch;  // step -> epoch of its train line
+  std::vector<std::pair<int64_t, int64_t>> eval_epochs;
   while (std::getline(metrics, line)) {
     auto j = nlohmann::json::parse(line);
+    if (j["kind"] == "train") train_epoch[j["step"].get<int64_t>()] = j["epoch"].get<int64_t>();
     if (j["kind"] != "eval") continue;
+    eval_epochs.emplace_back(j["step"].get<int64_t>(), j["epoch"].get<int64_t>());
     steps.push_back(j["step"]);
     last_checkpoint = j["checkpoint"];
     EXPECT_GT(j["accuracy"].get<double>(), 0.1);
@@ -241,6 +246,11 @@ TEST_F(CheckpointResumeTest, EvaluatorEvaluatesEveryCheckpointOnceInOrderEndingW
   EXPECT_TRUE(lease["reading"].is_null());
   EXPECT_EQ(steps.back(), 60);
   EXPECT_EQ(last_checkpoint, "ckpt-60");
+  // An eval line's epoch is its step's train line's (joinable by epoch).
+  for (const auto& [step, epoch] : eval_epochs) {
+    ASSERT_TRUE(train_epoch.count(step)) << "no train line for step " << step;
+    EXPECT_EQ(epoch, train_epoch[step]) << "step " << step;
+  }
   EXPECT_NE(run.output.find("[evaluator:0] evaluator done:"), std::string::npos) << run.output;
   std::printf("evaluated steps:");
   for (auto s : steps) std::printf(" %lld", static_cast<long long>(s));

@@ -124,7 +124,11 @@ Status CoordinationAgent::Connect() {
 }
 
 StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(const rpc::RegisterRequest& req) {
-  const auto deadline = Now() + std::chrono::milliseconds(options_.registration_timeout_ms);
+  // The service's own registration deadline names the tasks that never came;
+  // the chief's agent waits a little longer than it, so that this verdict,
+  // not a bare RPC timeout, is what the chief reports.
+  const int64_t margin_ms = options_.service_task == options_.task_name ? 1000 : 0;
+  const auto deadline = Now() + std::chrono::milliseconds(options_.registration_timeout_ms + margin_ms);
   auto pause = std::chrono::milliseconds(50);
   std::optional<Status> failed_generation;  // what the old service last said
   auto gave_up = [&] {

@@ -139,14 +139,17 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
       MIRRORED_RETURN_IF_ERROR(RestoreModel(*loaded, *model, nullptr));
       double loss = 0, accuracy = 0;
       Evaluate(*model, data->test(), &loss, &accuracy);
+      // The epoch the checkpoint's last step belongs to, counted from 1, as
+      // in the chief's train and validation lines.
+      const int64_t epoch = st.epoch + (st.step_in_epoch == 0 ? 0 : 1);
       char line[256];
       std::snprintf(line, sizeof(line), "evaluated %s checkpoint ckpt-%lld (epoch %lld): loss %.4f accuracy %.4f",
                     st.final ? "final" : "", static_cast<long long>(info.step),
-                    static_cast<long long>(st.epoch + (st.step_in_epoch == 0 ? 0 : 1)), loss, accuracy);
+                    static_cast<long long>(epoch), loss, accuracy);
       std::string text(line);
       if (!st.final) text.replace(text.find("evaluated  "), 11, "evaluated ");
       Print(text);
-      MIRRORED_RETURN_IF_ERROR((*metrics)->Append({{"kind", "eval"}, {"step", info.step}, {"epoch", st.epoch},
+      MIRRORED_RETURN_IF_ERROR((*metrics)->Append({{"kind", "eval"}, {"step", info.step}, {"epoch", epoch},
                                                 {"loss", loss}, {"accuracy", accuracy},
                                                 {"checkpoint", "ckpt-" + std::to_string(info.step)}}));
       MIRRORED_RETURN_IF_ERROR((*events)->WriteScalar("eval_loss", info.step, static_cast<float>(loss)));

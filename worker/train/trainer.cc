@@ -341,6 +341,11 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
     MIRRORED_LOG(INFO) << "training " << options.model << " on " << strategy.Describe() << "; global batch "
                        << global_batch << ", " << steps_per_epoch << " steps per epoch, " << total_steps
                        << " steps";
+    if (options.max_steps > total_steps) {
+      MIRRORED_LOG(WARNING) << "--max-steps " << options.max_steps << " is beyond --epochs " << options.epochs << " ("
+                            << total_steps << " steps at global batch " << global_batch
+                            << "): training stops at step " << total_steps << "; raise --epochs to train longer";
+    }
   }
 
   TrainSummary summary;
