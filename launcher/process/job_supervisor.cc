@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <regex>
 #include <sstream>
 
 #include "launcher/process/line_tee.h"
@@ -156,8 +157,19 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
     if (fds[0].revents & POLLIN) {
       unsigned char sig;
       while (read(wake_pipe_[0], &sig, 1) == 1) {
-        if (!outcome.stop_signal) outcome.stop_signal = sig;
-        begin_stop(sig);
+        if (!outcome.stop_signal) {
+          outcome.stop_signal = sig;
+          begin_stop(sig);
+          if (console_ != nullptr) {
+            console_->WriteLine("[mirrored-launch] ", SignalName(sig) + ": stopping every task (SIGKILL after the " +
+                                                          "grace period; " + SignalName(sig) + " again: at once)");
+          }
+        } else if (!killed_all) {
+          // A second Ctrl-C: the user will not wait out the grace period.
+          signal_live(SIGKILL);
+          killed_all = true;
+          if (console_ != nullptr) console_->WriteLine("[mirrored-launch] ", SignalName(sig) + " again: killing every task");
+        }
       }
     }
     for (size_t k = 1; k < fds.size(); ++k) {
@@ -270,6 +282,19 @@ std::string FormatFailureReport(const JobOutcome& outcome) {
     out << "==== job failed ====\n";
     out << "first failure: task " << f.name << " ended with " << f.exit.ToString() << " at "
         << when << "\n";
+    // Exit 3 first: the task that failed was stopped by the launcher (frozen,
+    // or still running) before it could exit on its own. Its peer's own
+    // message names it.
+    if (f.exit.exit_code == kExitPeerFailed) {
+      static const std::regex kNamed(R"(task ([a-z]+:[0-9]+) failed)");
+      for (auto it = f.last_lines.rbegin(); it != f.last_lines.rend(); ++it) {
+        std::smatch m;
+        if (std::regex_search(*it, m, kNamed) && m[1].str() != f.name) {
+          out << "  (exit 3: it stopped because another task failed; it names " << m[1].str() << ")\n";
+          break;
+        }
+      }
+    }
   }
   for (const auto& r : outcome.tasks) {
     if (r.name == f.name) continue;

@@ -3,6 +3,7 @@
 # behaves as --mode says, so the tests exercise supervision alone.
 #   --mode ok              print the task and exit 0
 #   --mode hang            record the pid and sleep until stopped
+#   --mode deaf            record the pid and ignore SIGINT/SIGTERM (only SIGKILL ends it)
 #   --mode kill-task1      task 1 dies by SIGKILL, the others hang
 #   --mode fail-gen0-task1 task 1 exits 1 in generation 0; all succeed after
 #   --mode fail-gen0       every task exits 1 in generation 0; all succeed after
@@ -24,6 +25,7 @@ echo "task $task generation $MIRRORED_GENERATION token ${#MIRRORED_JOB_TOKEN} ch
 case "$mode" in
   ok) exit 0 ;;
   hang) exec sleep 60 ;;
+  deaf) trap '' INT TERM; exec sleep 60 ;;
   kill-task1)
     if [ "$task" = worker:1 ]; then
       # Die only once the other tasks run (bounded wait on their pid files).

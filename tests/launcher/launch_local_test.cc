@@ -128,6 +128,30 @@ TEST_F(LaunchLocalTest, SigintStopsTheJobWith130) {
   EXPECT_FALSE(ProcessAlive(w1));
 }
 
+// Ctrl-C twice: the second one does not wait out the grace period.
+TEST_F(LaunchLocalTest, SecondSigintKillsEveryTaskAtOnce) {
+  std::vector<std::string> argv = {kLauncher, "local", "--run-dir", (dir_ / "run").string(), "--worker-binary",
+                                   kFakeWorker, "--grace-period", "60", "--workers", "2", "--", "--mode", "deaf"};
+  auto child = ChildProcess::Spawn(argv, {"PATH=/usr/bin:/bin"});
+  ASSERT_TRUE(child.ok()) << child.status();
+  const pid_t w0 = TaskPid("worker:0"), w1 = TaskPid("worker:1");
+  kill(child->pid(), SIGINT);
+  std::string out;
+  ASSERT_TRUE(WaitUntil([&] {
+    char buf[4096];
+    ssize_t n = read(child->output_fd(), buf, sizeof(buf));
+    if (n > 0) out.append(buf, static_cast<size_t>(n));
+    return out.find("again: at once") != std::string::npos;
+  }, 10s)) << out;
+  const auto start = std::chrono::steady_clock::now();
+  kill(child->pid(), SIGINT);
+  EXPECT_EQ(Finish(*child, &out, 20s), 130) << out;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "waited out the 60 s grace period";
+  EXPECT_NE(out.find("SIGINT again: killing every task"), std::string::npos) << out;
+  EXPECT_FALSE(ProcessAlive(w0));
+  EXPECT_FALSE(ProcessAlive(w1));
+}
+
 TEST_F(LaunchLocalTest, SigkillOfTheLauncherLeavesNoOrphans) {
   ChildProcess launcher = Start({"--workers", "2", "--evaluator", "--", "--mode", "hang"}, dir_ / "run");
   pid_t w0 = TaskPid("worker:0"), w1 = TaskPid("worker:1"), ev = TaskPid("evaluator:0");

@@ -100,6 +100,22 @@ TEST_F(JobSupervisorTest, FirstFailureStopsTheOthersAndIsReported) {
   EXPECT_NE(report.find("  | boom"), std::string::npos) << report;
 }
 
+// A frozen task never exits by itself: its peer exits 3 first, naming it, and
+// the launcher kills the frozen one. The report points at the named task.
+TEST_F(JobSupervisorTest, ExitThreeFirstPointsAtTheTaskItNames) {
+  JobSupervisor supervisor(console_.get(), {.grace_period = 300ms});
+  auto outcome = supervisor.Run(
+      {Shell("worker:0", "echo 'error: task worker:1 failed at 2026-11-23T00:00:00Z: no heartbeat for 5000 ms'; "
+                         "exit 3"),
+       Shell("worker:1", "trap '' TERM; exec sleep 30")});
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->exit_code, 3);
+  std::string report = FormatFailureReport(*outcome);
+  EXPECT_NE(report.find("first failure: task worker:0 ended with exit code 3"), std::string::npos) << report;
+  EXPECT_NE(report.find("(exit 3: it stopped because another task failed; it names worker:1)"), std::string::npos)
+      << report;
+}
+
 // A worker that exits 143 by itself was preempted (it checkpointed with the
 // others): the report says so instead of calling it a failure, and does not
 // claim the launcher stopped the others that exit 143 too.
