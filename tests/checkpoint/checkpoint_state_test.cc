@@ -25,6 +25,8 @@ CheckpointState Sample() {
   s.final = true;
   s.mirrored_version = "0.1.0";
   s.wall_time = 1.7e9;
+  s.files["model.safetensors"] = {1077808, 0x93bb0896u};
+  s.files["optimizer.safetensors"] = {12, 0x0000000fu};
   return s;
 }
 
@@ -32,6 +34,16 @@ TEST(CheckpointStateTest, JsonRoundTrip) {
   auto back = CheckpointState::FromJsonText(Sample().ToJson().dump(), "state.json");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, Sample());
+}
+
+TEST(CheckpointStateTest, DigestsAreWrittenAsHexAndOptional) {
+  nlohmann::json j = Sample().ToJson();
+  EXPECT_EQ(j["files"]["model.safetensors"]["crc32c"], "93bb0896");
+  EXPECT_EQ(j["files"]["optimizer.safetensors"]["crc32c"], "0000000f");
+  j.erase("files");  // a checkpoint of an earlier version
+  auto back = CheckpointState::FromJson(j, "state.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->files.empty());
 }
 
 TEST(CheckpointStateTest, UnknownKeysAreIgnored) {
@@ -57,6 +69,9 @@ TEST(CheckpointStateTest, RejectsBadFields) {
   expect_bad([](nlohmann::json& j) { j["model"] = ""; }, "model");
   expect_bad([](nlohmann::json& j) { j["final"] = 1; }, "final");
   expect_bad([](nlohmann::json& j) { j["format_version"] = 99; }, "format_version");
+  expect_bad([](nlohmann::json& j) { j["files"]["model.safetensors"]["crc32c"] = "93bb08"; }, "model.safetensors");
+  expect_bad([](nlohmann::json& j) { j["files"]["model.safetensors"]["bytes"] = -1; }, "model.safetensors");
+  expect_bad([](nlohmann::json& j) { j["files"] = 3; }, "files");
   EXPECT_EQ(CheckpointState::FromJsonText("{\"step\":", "s").status().code(),
             StatusCode::kDataLoss);
 }

@@ -244,6 +244,11 @@ INSTANTIATE_TEST_SUITE_P(
                    [](std::string& b) { b.resize(b.size() / 2); }},
         Corruption{"FlippedHeaderByte", kOptimizerFileName, [](std::string& b) { b[8] ^= 0x20; }},
         Corruption{"FlippedLengthByte", kModelFileName, [](std::string& b) { b[3] ^= 0x01; }},
+        // Same size, other bytes (a bad disk, a partial overwrite): only the
+        // CRC-32C recorded in state.json tells.
+        Corruption{"FlippedTensorByte", kModelFileName, [](std::string& b) { b[b.size() - 5] ^= 0x40; }},
+        Corruption{"OverwrittenSlotBytes", kOptimizerFileName,
+                   [](std::string& b) { std::fill(b.end() - 16, b.end(), '\xff'); }},
         Corruption{"TruncatedStateJson", kStateFileName,
                    [](std::string& b) { b.resize(b.size() - 3); }},
         Corruption{"WrongStepInStateJson", kStateFileName,

@@ -1,8 +1,10 @@
 #include "worker/checkpoint/checkpoint_reader.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
+#include "common/crc32c.h"
 #include "common/logging.h"
 #include "worker/checkpoint/checkpoint_index.h"
 
@@ -57,15 +59,37 @@ StatusOr<CheckpointInfo> CheckpointReader::Inspect(int64_t step) {
   return info;
 }
 
+namespace {
+
+// The bytes read match the size and CRC-32C state.json recorded when the
+// file was written (checkpoints of earlier versions record none).
+Status CheckDigest(const CheckpointState& state, const std::string& name, const std::string& bytes,
+                   const std::string& path) {
+  auto it = state.files.find(name);
+  if (it == state.files.end()) return OkStatus();
+  const uint32_t crc = Crc32c(bytes.data(), bytes.size());
+  if (bytes.size() != it->second.bytes || crc != it->second.crc32c) {
+    char detail[128];
+    std::snprintf(detail, sizeof(detail), "%zu bytes, CRC-32C %08x; written as %llu bytes, %08x", bytes.size(), crc,
+                  static_cast<unsigned long long>(it->second.bytes), it->second.crc32c);
+    return DataLossError(path + " is damaged: " + detail);
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 StatusOr<LoadedCheckpoint> CheckpointReader::Load(int64_t step) {
   const std::string dir = JoinPath(CheckpointsDir(run_dir_), CheckpointDirName(step));
   MIRRORED_ASSIGN_OR_RETURN(CheckpointState state, ReadState(dir, step));
   const std::string model_path = JoinPath(dir, kModelFileName);
   const std::string optimizer_path = JoinPath(dir, kOptimizerFileName);
   MIRRORED_ASSIGN_OR_RETURN(std::string model_bytes, env_->ReadFile(model_path));
+  MIRRORED_RETURN_IF_ERROR(CheckDigest(state, kModelFileName, model_bytes, model_path));
   MIRRORED_ASSIGN_OR_RETURN(SafetensorsFile model,
                             SafetensorsFile::Parse(std::move(model_bytes), model_path));
   MIRRORED_ASSIGN_OR_RETURN(std::string optimizer_bytes, env_->ReadFile(optimizer_path));
+  MIRRORED_RETURN_IF_ERROR(CheckDigest(state, kOptimizerFileName, optimizer_bytes, optimizer_path));
   MIRRORED_ASSIGN_OR_RETURN(SafetensorsFile optimizer,
                             SafetensorsFile::Parse(std::move(optimizer_bytes), optimizer_path));
   return LoadedCheckpoint{CheckpointInfo{step, dir, std::move(state)}, std::move(model),

@@ -1,9 +1,11 @@
 #include "worker/checkpoint/checkpoint_state.h"
 
+#include <cstdio>
+
 namespace mirrored {
 
 nlohmann::json CheckpointState::ToJson() const {
-  return nlohmann::json{
+  nlohmann::json json{
       {"format_version", kFormatVersion},
       {"step", step},
       {"epoch", epoch},
@@ -19,6 +21,16 @@ nlohmann::json CheckpointState::ToJson() const {
       {"mirrored_version", mirrored_version},
       {"wall_time", wall_time},
   };
+  if (!files.empty()) {
+    nlohmann::json digests = nlohmann::json::object();
+    char hex[9];
+    for (const auto& [name, d] : files) {
+      std::snprintf(hex, sizeof(hex), "%08x", d.crc32c);
+      digests[name] = {{"bytes", d.bytes}, {"crc32c", hex}};
+    }
+    json["files"] = std::move(digests);
+  }
+  return json;
 }
 
 Status CheckpointState::Validate() const {
@@ -77,6 +89,20 @@ StatusOr<CheckpointState> CheckpointState::FromJson(const nlohmann::json& json,
   if (final_it == json.end() || !final_it->is_boolean())
     return fail("missing or non-boolean \"final\"");
   s.final = final_it->get<bool>();
+  if (auto files_it = json.find("files"); files_it != json.end()) {
+    if (!files_it->is_object()) return fail("\"files\" is not an object");
+    for (const auto& [name, d] : files_it->items()) {
+      const auto bytes = d.find("bytes");
+      const auto crc = d.find("crc32c");
+      if (!d.is_object() || bytes == d.end() || !bytes->is_number_unsigned() || crc == d.end() || !crc->is_string() ||
+          crc->get<std::string>().size() != 8 ||
+          crc->get<std::string>().find_first_not_of("0123456789abcdef") != std::string::npos) {
+        return fail("\"files\"." + name + " is not {\"bytes\": <size>, \"crc32c\": \"<8 hex digits>\"}");
+      }
+      s.files[name] = {bytes->get<uint64_t>(),
+                       static_cast<uint32_t>(std::stoul(crc->get<std::string>(), nullptr, 16))};
+    }
+  }
   auto time_it = json.find("wall_time");
   if (time_it != json.end()) {
     if (!time_it->is_number()) return fail("\"wall_time\" is not a number");

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -31,6 +32,16 @@ struct CheckpointState {
   bool final = false;     // the run's last checkpoint: the evaluator stops after it
   std::string mirrored_version;
   double wall_time = 0;  // Unix seconds when written
+  // Size and CRC-32C of each data file ("model.safetensors", ...), checked
+  // when the checkpoint is loaded: a file damaged after it was written (same
+  // size, other bytes) is refused, not trained on. Absent in checkpoints of
+  // earlier versions (nothing to check).
+  struct FileDigest {
+    uint64_t bytes = 0;
+    uint32_t crc32c = 0;
+    friend bool operator==(const FileDigest&, const FileDigest&) = default;
+  };
+  std::map<std::string, FileDigest> files;
 
   nlohmann::json ToJson() const;
   // Unknown keys are ignored (newer writers); missing required keys, wrong

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/crc32c.h"
 #include "common/logging.h"
 #include "worker/checkpoint/checkpoint_index.h"
 #include "worker/checkpoint/evaluator_lease.h"
@@ -136,6 +137,17 @@ void CheckpointWriter::BackgroundLoop() {
   }
 }
 
+CheckpointState::FileDigest CheckpointWriter::Digest(const SafetensorsFile::Encoded& encoded) {
+  CheckpointState::FileDigest d;
+  d.crc32c = Crc32cExtend(0, encoded.header.data(), encoded.header.size());
+  d.bytes = encoded.header.size();
+  for (std::string_view piece : encoded.pieces) {
+    d.crc32c = Crc32cExtend(d.crc32c, piece.data(), piece.size());
+    d.bytes += piece.size();
+  }
+  return d;
+}
+
 Status CheckpointWriter::WriteFile(const std::string& path,
                                    const SafetensorsFile::Encoded& encoded) {
   MIRRORED_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, env_->NewWritableFile(path));
@@ -176,7 +188,10 @@ Status CheckpointWriter::WriteNow(const CheckpointContents& contents) {
       contents.optimizer, {{"format", "mirrored"}, {"step", std::to_string(step)}});
   if (!optimizer.ok())
     return optimizer.status().WithContext(context + " (" + kOptimizerFileName + ")");
-  const std::string state_json = contents.state.ToJson().dump(2) + "\n";
+  CheckpointState state = contents.state;
+  state.files[kModelFileName] = Digest(*model);
+  state.files[kOptimizerFileName] = Digest(*optimizer);
+  const std::string state_json = state.ToJson().dump(2) + "\n";
   const auto start = std::chrono::steady_clock::now();
 
   if (!env_->FileExists(dir)) {

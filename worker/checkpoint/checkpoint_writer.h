@@ -89,6 +89,8 @@ class CheckpointWriter {
   void BackgroundLoop();
   Status WriteNow(const CheckpointContents& contents);
   Status WriteFile(const std::string& path, const SafetensorsFile::Encoded& encoded);
+  // Size and CRC-32C of what WriteFile writes (recorded in state.json).
+  static CheckpointState::FileDigest Digest(const SafetensorsFile::Encoded& encoded);
   Status RemoveStrayTempEntries();
   Status UpdateIndexAndPrune(int64_t step);
   bool warned_evaluator_behind_ = false;  // UpdateIndexAndPrune warns once

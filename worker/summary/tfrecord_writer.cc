@@ -5,7 +5,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "worker/summary/crc32c.h"
+#include "common/crc32c.h"
 
 namespace mirrored {
 namespace {
