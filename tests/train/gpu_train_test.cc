@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -260,6 +261,48 @@ TEST_F(GpuTrainTest, KilledPeerAbortsTheNcclCommunicatorAndTheOtherExitsThree) {
   EXPECT_EQ(exit->exit_code, kExitPeerFailed) << exit->ToString() << "\n" << workers[0]->output();
   EXPECT_NE(workers[0]->output().find("worker:1"), std::string::npos) << workers[0]->output();
   EXPECT_LE(took, 10s) << "heartbeat timeout 1 s; NCCL abort should follow at once";
+}
+
+// The evaluator with --device gpu evaluates a checkpoint (written by CPU
+// training) to the CPU evaluator's loss and accuracy, within float32
+// tolerance.
+TEST_F(GpuTrainTest, EvaluatorOnTheGpuMatchesTheCpuEvaluator) {
+  std::vector<std::string> env = WorkerEnvironment(0, "\"127.0.0.1:1\"");
+  env.erase(std::remove_if(env.begin(), env.end(), [](const std::string& e) { return e.rfind("TF_CONFIG=", 0) == 0; }),
+            env.end());
+  const fs::path run = run_root_ / "trained";
+  auto train = WorkerProcess::Start({BinDir() + "/mirrored-worker", "--device", "cpu", "--model", "cnn", "--max-steps",
+                                     "30", "--no-validate", "--data", DataDir(), "--run-dir", run.string()},
+                                    env);
+  ASSERT_TRUE(train.ok()) << train.status();
+  auto trained = (*train)->WaitExit(120s);
+  ASSERT_TRUE(trained && trained->success()) << (*train)->output();
+
+  env.push_back(R"(TF_CONFIG={"cluster":{"worker":["127.0.0.1:1"]},"task":{"type":"evaluator","index":0}})");
+  auto evaluate = [&](const std::string& device, double* loss, double* accuracy) {
+    const fs::path copy = run_root_ / ("eval-" + device);
+    fs::copy(run, copy, fs::copy_options::recursive);
+    auto eval = WorkerProcess::Start({BinDir() + "/mirrored-worker", "--device", device, "--data", DataDir(),
+                                      "--run-dir", copy.string()},
+                                     env);
+    ASSERT_TRUE(eval.ok()) << eval.status();
+    auto done = (*eval)->WaitExit(120s);
+    ASSERT_TRUE(done && done->success()) << (*eval)->output();
+    std::smatch m;
+    const std::string out = (*eval)->output();
+    ASSERT_TRUE(std::regex_search(out, m, std::regex("final checkpoint ckpt-30: loss ([0-9.]+) accuracy ([0-9.]+)")))
+        << out;
+    EXPECT_NE(out.find(device == "gpu" ? "evaluating on GPU 0" : "evaluating on the CPU"), std::string::npos) << out;
+    *loss = std::stod(m[1].str());
+    *accuracy = std::stod(m[2].str());
+  };
+  double gpu_loss = 0, gpu_acc = 0, cpu_loss = 0, cpu_acc = 0;
+  ASSERT_NO_FATAL_FAILURE(evaluate("gpu", &gpu_loss, &gpu_acc));
+  ASSERT_NO_FATAL_FAILURE(evaluate("cpu", &cpu_loss, &cpu_acc));
+  std::printf("evaluator: GPU loss %.6f accuracy %.4f, CPU loss %.6f accuracy %.4f\n", gpu_loss, gpu_acc, cpu_loss,
+              cpu_acc);
+  EXPECT_NEAR(gpu_loss, cpu_loss, 2e-4 * std::max(1.0, cpu_loss));
+  EXPECT_NEAR(gpu_acc, cpu_acc, 3e-4);  // printed to 4 places; a few of 10,000 examples at a tie may flip
 }
 
 }  // namespace

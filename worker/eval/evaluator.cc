@@ -15,9 +15,11 @@
 #include "worker/data/fashion_mnist.h"
 #include "worker/eval/stop_signal.h"
 #include "worker/model/cpu_backend.h"
+#include "worker/model/cuda_check.h"
 #include "worker/model/model.h"
 #include "worker/summary/event_writer.h"
 #include "worker/summary/metrics_log.h"
+#include "worker/train/device_choice.h"
 #include "worker/train/model_checkpoint.h"
 
 namespace mirrored {
@@ -99,6 +101,22 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
     done_step = *lease->last_evaluated_step;
     MIRRORED_LOG(INFO) << "resuming after step " << done_step << " (recorded in the evaluator lease)";
   }
+  // --device: the evaluator runs one model copy, on the first visible GPU
+  // (auto, when there is one; a local job's launcher hides the workers'
+  // GPUs from it) or on the CPU.
+  auto kind = ParseDeviceKind(options.device);
+  if (!kind.ok()) return setup_failed(kind.status());
+  auto devices = ResolveReplicaDevices(*kind, 1, *kind == DeviceKind::kCpu ? GpuProbe{} : ProbeGpus());
+  if (!devices.ok()) return setup_failed(devices.status());
+  const int gpu = devices->gpu ? devices->gpus.front() : -1;
+  if (gpu >= 0) {
+    if (Status bound = BindThreadToGpu(gpu); !bound.ok()) return setup_failed(bound);
+  }
+  auto make_backend = [gpu]() -> StatusOr<std::unique_ptr<model::Backend>> {
+    if (gpu >= 0) return model::MakeGpuBackend(gpu);
+    return model::MakeCpuBackend();
+  };
+  MIRRORED_LOG(INFO) << "evaluating on " << (gpu >= 0 ? "GPU " + std::to_string(gpu) : std::string("the CPU"));
   std::unique_ptr<model::Model> model;
   const auto poll = std::chrono::milliseconds(static_cast<int64_t>(options.poll_interval_sec * 1000));
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options.eval_timeout_sec * 1000));
@@ -133,12 +151,18 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
         continue;
       }
       const CheckpointState& st = loaded->info.state;
-      if (!model || model->name() != st.model) {
-        MIRRORED_ASSIGN_OR_RETURN(model, model::Model::Create(st.model, model::MakeCpuBackend(), 0));
-      }
-      MIRRORED_RETURN_IF_ERROR(RestoreModel(*loaded, *model, nullptr));
       double loss = 0, accuracy = 0;
-      Evaluate(*model, data->test(), &loss, &accuracy);
+      try {  // the GPU backend's kernels throw CudaError
+        if (!model || model->name() != st.model) {
+          MIRRORED_ASSIGN_OR_RETURN(auto backend, make_backend());
+          MIRRORED_ASSIGN_OR_RETURN(model, model::Model::Create(st.model, std::move(backend), 0));
+        }
+        MIRRORED_RETURN_IF_ERROR(RestoreModel(*loaded, *model, nullptr));
+        Evaluate(*model, data->test(), &loss, &accuracy);
+      } catch (const model::CudaError& e) {
+        return InternalError("evaluating ckpt-" + std::to_string(info.step) + " on GPU " + std::to_string(gpu) +
+                             ": " + e.what());
+      }
       // The epoch the checkpoint's last step belongs to, counted from 1, as
       // in the chief's train and validation lines.
       const int64_t epoch = st.epoch + (st.step_in_epoch == 0 ? 0 : 1);
