@@ -46,3 +46,23 @@ assert int(opt["iterations"]) == 20, opt["iterations"]
 assert set(opt) == {k + s for k in shapes for s in ("/m", "/v")} | {"iterations"}, sorted(opt)
 print("tensorboard and safetensors read the job's files:", sorted(train), sorted(ev), len(model), "tensors")
 PY
+
+# A run that died after logging steps 15 and 20 but before checkpointing 20
+# (ckpt-20 removed), resumed from ckpt-10: its new event file starts with a
+# SessionLog START at step 11, so TensorBoard shows steps 15 and 20 once, from
+# the resumed run, as it does for TensorFlow's restarts.
+rm -rf "$dir/run/checkpoints/ckpt-20" "$dir/run/checkpoints/training-done"
+sleep 1  # not a synchronisation: event file names carry their creation second, and the new one must sort last
+timeout 120 "$bin/mirrored-launch" local --workers 2 --run-dir "$dir/run" -- \
+  --model mlp --max-steps 20 --checkpoint-every 10 --log-every 5 > "$dir/out2" 2>&1 || {
+  cat "$dir/out2"; echo "FAILED: the resumed job did not succeed" >&2; exit 1; }
+grep -q "resuming from .*ckpt-10" "$dir/out2" || { cat "$dir/out2"; echo "FAILED: did not resume from ckpt-10" >&2; exit 1; }
+"$py" - "$dir/run" <<'PY'
+import sys
+from tensorboard.backend.event_processing import event_accumulator
+acc = event_accumulator.EventAccumulator(sys.argv[1] + "/logs/train", size_guidance={"scalars": 0})
+acc.Reload()
+steps = [e.step for e in acc.Scalars("loss")]
+assert steps == [5, 10, 15, 20], steps
+print("after the resume, tensorboard shows each step once:", steps)
+PY

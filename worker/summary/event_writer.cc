@@ -45,4 +45,13 @@ Status EventWriter::WriteScalar(const std::string& tag, int64_t step, float valu
   return writer_->Append(event.SerializeAsString());
 }
 
+Status EventWriter::WriteSessionStart(int64_t step, const std::string& checkpoint_path) {
+  tensorflow::Event event;
+  event.set_wall_time(WallTime());
+  event.set_step(step);
+  event.mutable_session_log()->set_status(tensorflow::SessionLog::START);
+  event.mutable_session_log()->set_checkpoint_path(checkpoint_path);
+  return writer_->Append(event.SerializeAsString());
+}
+
 }  // namespace mirrored

@@ -24,6 +24,10 @@ class EventWriter {
   static StatusOr<std::unique_ptr<EventWriter>> Create(const std::string& log_dir);
 
   Status WriteScalar(const std::string& tag, int64_t step, float value);
+  // A SessionLog START at `step`: TensorBoard discards the scalars of steps
+  // >= `step` read before it (from an earlier run's files), as it does for
+  // TensorFlow's restarts. A resumed job writes it with its first new step.
+  Status WriteSessionStart(int64_t step, const std::string& checkpoint_path);
   Status Flush() { return writer_->Flush(); }
   const std::string& path() const { return writer_->path(); }
 

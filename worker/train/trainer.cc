@@ -89,6 +89,13 @@ class ChiefLog {
     }
     return OkStatus();
   }
+  // Resumed from the checkpoint at `step`: TensorBoard drops what an earlier
+  // run logged after it (those steps are trained again).
+  Status Resumed(int64_t step, const std::string& checkpoint_dir) {
+    if (!events_) return OkStatus();
+    MIRRORED_RETURN_IF_ERROR(events_->WriteSessionStart(step + 1, checkpoint_dir));
+    return events_->Flush();
+  }
   Status Validation(int64_t step, int64_t epoch, double loss, double acc) {
     std::ostringstream line;
     line << std::fixed << std::setprecision(4) << "epoch " << epoch + 1 << " validation: val_loss " << loss
@@ -331,6 +338,7 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
         }
         MIRRORED_LOG(INFO) << "resuming from " << latest->info.dir << " (step " << latest->info.step << ", epoch "
                            << latest->info.state.epoch + 1 << ")";
+        MIRRORED_RETURN_IF_ERROR(log.Resumed(latest->info.step, latest->info.dir));
         resume = std::move(latest).value();
       } else if (latest.status().code() != StatusCode::kNotFound) {
         return latest.status();
