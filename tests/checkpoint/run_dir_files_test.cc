@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -39,6 +40,25 @@ TEST_F(RunDirFilesTest, SecondChiefIsRefusedNamingTheFirstUntilItsLockIsGone) {
   { RunDirLock released = std::move(first).value(); }
   auto third = RunDirLock::Acquire(dir_.string());
   EXPECT_TRUE(third.ok()) << third.status();
+}
+
+// A holder on another host may have died with the lock on a network file
+// system: the new chief waits (bounded) before giving up, instead of failing
+// a requeued job at once.
+TEST_F(RunDirFilesTest, HolderOnAnotherHostIsWaitedForWithinTheBound) {
+  auto first = RunDirLock::Acquire(dir_.string());
+  ASSERT_TRUE(first.ok()) << first.status();
+  std::ofstream(dir_ / "checkpoints" / kChiefLockFileName, std::ios::trunc)
+      << "pid 77 on host some-other-node since 2026-11-23T00:00:00Z\n";
+  const auto start = std::chrono::steady_clock::now();
+  auto second = RunDirLock::Acquire(dir_.string(), std::chrono::milliseconds(1200));
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(second.ok());
+  EXPECT_GE(waited, std::chrono::milliseconds(1200));
+  EXPECT_NE(second.status().message().find("(its chief: pid 77 on host some-other-node since "
+                                           "2026-11-23T00:00:00Z), still after 1.2 s"),
+            std::string::npos)
+      << second.status();
 }
 
 TEST_F(RunDirFilesTest, RunDirThatIsAFileIsRefusedNamingIt) {

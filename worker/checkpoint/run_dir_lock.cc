@@ -5,20 +5,34 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <thread>
 #include <utility>
 
+#include "common/logging.h"
 #include "worker/checkpoint/checkpoint_index.h"
 #include "worker/checkpoint/file_env.h"
 
 namespace mirrored {
 namespace {
 
-std::string Holder() {
+std::string Seconds(std::chrono::milliseconds ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3g s", static_cast<double>(ms.count()) / 1000);
+  return buf;
+}
+
+std::string HostName() {
   char host[256] = "?";
   gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+std::string Holder() {
+  const std::string host = HostName();
   std::time_t now = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&now, &tm);
@@ -29,7 +43,7 @@ std::string Holder() {
 
 }  // namespace
 
-StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir) {
+StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir, std::chrono::milliseconds remote_wait) {
   const std::string dir = CheckpointsDir(run_dir);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -40,19 +54,34 @@ StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir) {
   const std::string path = JoinPath(dir, kChiefLockFileName);
   int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return InvalidArgumentError("--run-dir " + run_dir + ": cannot open " + path + ": " + std::strerror(errno));
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  const auto deadline = std::chrono::steady_clock::now() + remote_wait;
+  bool said_waiting = false;
+  while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     std::string holder(256, '\0');
     ssize_t n = pread(fd, holder.data(), holder.size(), 0);
     holder.resize(n > 0 ? static_cast<size_t>(n) : 0);
     while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0')) holder.pop_back();
-    close(fd);
-    if (err == EWOULDBLOCK) {
-      return InvalidArgumentError("--run-dir " + run_dir + " is in use by another job (its chief: " +
-                                  (holder.empty() ? "unknown" : holder) +
-                                  "): give another --run-dir, or wait for that job to end");
+    if (err != EWOULDBLOCK) {
+      close(fd);
+      return InvalidArgumentError("--run-dir " + run_dir + ": cannot lock " + path + ": " + std::strerror(err));
     }
-    return InvalidArgumentError("--run-dir " + run_dir + ": cannot lock " + path + ": " + std::strerror(err));
+    const bool this_host = holder.find(" on host " + HostName() + " since ") != std::string::npos;
+    if (this_host || std::chrono::steady_clock::now() >= deadline) {
+      close(fd);
+      return InvalidArgumentError("--run-dir " + run_dir + " is in use by another job (its chief: " +
+                                  (holder.empty() ? "unknown" : holder) + ")" +
+                                  (this_host ? "" : ", still after " + Seconds(remote_wait)) +
+                                  ": give another --run-dir, or wait for that job to end");
+    }
+    if (!said_waiting) {
+      MIRRORED_LOG(WARNING) << "--run-dir " << run_dir << " is locked by a chief on another host (" << holder
+                            << "); waiting up to " << Seconds(remote_wait)
+                            << " for it to end or, if that host died, for the file server to free its lock";
+      said_waiting = true;
+    }
+    // flock has no timed wait: poll, within the deadline.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   const std::string me = Holder() + "\n";
   if (ftruncate(fd, 0) != 0 || pwrite(fd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {

@@ -11,6 +11,7 @@
 //   ... train; the lock is held until `lock` is destroyed ...
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include "common/status.h"
@@ -22,10 +23,15 @@ inline constexpr char kChiefLockFileName[] = "chief.lock";
 class RunDirLock {
  public:
   // Creates RUN_DIR/checkpoints if needed and locks it for this process.
+  // A holder on this host is another job: refused at once. A holder on
+  // another host may be one that died with the lock on a network file system
+  // (the server frees it when its lease expires, ~90 s for NFSv4, e.g. while
+  // Slurm requeues the job elsewhere): waited for up to `remote_wait`.
   // Errors: InvalidArgument naming the directory and the holder ("pid 123
-  // on host h since <time>") when another job's chief holds it, or naming
-  // the path when RUN_DIR or its checkpoints/ cannot be created or written.
-  static StatusOr<RunDirLock> Acquire(const std::string& run_dir);
+  // on host h since <time>") when it is still held, or naming the path when
+  // RUN_DIR or its checkpoints/ cannot be created or written.
+  static StatusOr<RunDirLock> Acquire(const std::string& run_dir,
+                                      std::chrono::milliseconds remote_wait = std::chrono::milliseconds(0));
 
   RunDirLock(RunDirLock&& other) noexcept;
   RunDirLock& operator=(RunDirLock&& other) noexcept;

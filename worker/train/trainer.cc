@@ -310,7 +310,10 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
       // Before anything is written: a directory another job trains into,
       // or one that cannot be written, is refused now (exit 2), not at
       // the first checkpoint.
-      MIRRORED_ASSIGN_OR_RETURN(RunDirLock lock, RunDirLock::Acquire(options.run_dir));
+      MIRRORED_ASSIGN_OR_RETURN(
+          RunDirLock lock,
+          RunDirLock::Acquire(options.run_dir, std::chrono::milliseconds(static_cast<int64_t>(
+                                                   options.registration_timeout_sec * 1000))));
       run_dir_lock.emplace(std::move(lock));
     }
     MIRRORED_RETURN_IF_ERROR(log.Open(options.run_dir));
