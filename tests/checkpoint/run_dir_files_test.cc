@@ -49,16 +49,24 @@ TEST_F(RunDirFilesTest, HolderOnAnotherHostIsWaitedForWithinTheBound) {
   auto first = RunDirLock::Acquire(dir_.string());
   ASSERT_TRUE(first.ok()) << first.status();
   std::ofstream(dir_ / "checkpoints" / kChiefLockFileName, std::ios::trunc)
-      << "pid 77 on host some-other-node since 2026-11-23T00:00:00Z\n";
+      << "pid 77 on host some-other-node (boot 0badc0de) since 2026-11-23T00:00:00Z\n";
   const auto start = std::chrono::steady_clock::now();
   auto second = RunDirLock::Acquire(dir_.string(), std::chrono::milliseconds(1200));
   const auto waited = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(second.ok());
   EXPECT_GE(waited, std::chrono::milliseconds(1200));
-  EXPECT_NE(second.status().message().find("(its chief: pid 77 on host some-other-node since "
+  EXPECT_NE(second.status().message().find("(its chief: pid 77 on host some-other-node (boot 0badc0de) since "
                                            "2026-11-23T00:00:00Z), still after 1.2 s"),
             std::string::npos)
       << second.status();
+  // A pod rescheduled on another node keeps its host name: the boot id tells.
+  char host[256] = "";
+  gethostname(host, sizeof(host) - 1);
+  std::ofstream(dir_ / "checkpoints" / kChiefLockFileName, std::ios::trunc)
+      << "pid 77 on host " << host << " (boot 0badc0de) since 2026-11-23T00:00:00Z\n";
+  const auto again = std::chrono::steady_clock::now();
+  EXPECT_FALSE(RunDirLock::Acquire(dir_.string(), std::chrono::milliseconds(600)).ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - again, std::chrono::milliseconds(600));
 }
 
 TEST_F(RunDirFilesTest, RunDirThatIsAFileIsRefusedNamingIt) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 #include <utility>
 
@@ -31,8 +32,17 @@ std::string HostName() {
   return host;
 }
 
+// This machine's boot: containers of one machine share it, two machines (or
+// a pod rescheduled under the same host name on another node) do not.
+std::string BootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id.empty() ? "unknown" : id.substr(0, 8);
+}
+
 std::string Holder() {
-  const std::string host = HostName();
+  const std::string host = HostName() + " (boot " + BootId() + ")";
   std::time_t now = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&now, &tm);
@@ -66,7 +76,9 @@ StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir, std::chrono
       close(fd);
       return InvalidArgumentError("--run-dir " + run_dir + ": cannot lock " + path + ": " + std::strerror(err));
     }
-    const bool this_host = holder.find(" on host " + HostName() + " since ") != std::string::npos;
+    // The same machine: the kernel would have dropped the lock of a holder
+    // that died, so a live job holds it.
+    const bool this_host = holder.find(" on host " + HostName() + " (boot " + BootId() + ") since ") != std::string::npos;
     if (this_host || std::chrono::steady_clock::now() >= deadline) {
       close(fd);
       return InvalidArgumentError("--run-dir " + run_dir + " is in use by another job (its chief: " +

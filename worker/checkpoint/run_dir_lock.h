@@ -23,12 +23,13 @@ inline constexpr char kChiefLockFileName[] = "chief.lock";
 class RunDirLock {
  public:
   // Creates RUN_DIR/checkpoints if needed and locks it for this process.
-  // A holder on this host is another job: refused at once. A holder on
+  // A holder on this machine (host name and boot id) is another job:
+  // refused at once. A holder on
   // another host may be one that died with the lock on a network file system
   // (the server frees it when its lease expires, ~90 s for NFSv4, e.g. while
   // Slurm requeues the job elsewhere): waited for up to `remote_wait`.
   // Errors: InvalidArgument naming the directory and the holder ("pid 123
-  // on host h since <time>") when it is still held, or naming the path when
+  // on host h (boot 1a2b3c4d) since <time>") when it is still held, or naming the path when
   // RUN_DIR or its checkpoints/ cannot be created or written.
   static StatusOr<RunDirLock> Acquire(const std::string& run_dir,
                                       std::chrono::milliseconds remote_wait = std::chrono::milliseconds(0));
