@@ -60,14 +60,11 @@ int RunWorker(const WorkerOptions& options) {
     }
     return kExitSuccess;
   }
-  StrategyOptions so;
+  StrategyOptions so = StrategyOptions::FromEnvironment();  // job token, restarted
   auto device = ParseDeviceKind(options.device);
   if (!device.ok()) return Fail(task, device.status());
   so.device = *device;  // auto: every visible GPU, else --cpu-replicas CPU replicas
   so.cpu_replicas = options.cpu_replicas;
-  if (const char* token = std::getenv("MIRRORED_JOB_TOKEN")) so.job_token = token;
-  // Set by mirrored-launch: 0 for the first run of the job, k after k restarts.
-  if (const char* generation = std::getenv("MIRRORED_GENERATION")) so.restarted = std::atoi(generation) > 0;
   so.collective_timeout = Ms(options.collective_timeout_sec);
   so.registration_timeout = Ms(options.registration_timeout_sec);
   so.heartbeat_interval = Ms(options.heartbeat_interval_sec);

@@ -129,6 +129,43 @@ TEST(TrainMultiprocessTest, WorkerWithoutRunDirKeepsInStepWithTheCheckpointingCh
   ExpectWorkerWithoutRunDirKeepsInStep("resnet", "4", "2");
 }
 
+// A chief address that does not resolve: the chief itself still hosts and
+// reaches its service (over loopback) and names the task that never came;
+// a worker says at once that the name does not resolve, and again in its
+// timeout error (exit 4 both).
+TEST(TrainMultiprocessTest, UnresolvableChiefAddressIsNamedAndTheChiefStillWaitsForItsWorkers) {
+  PortReservation port = std::move(PortReservation::Reserve()).value();  // the chief's, held while it binds
+  const std::string chief_port = port.address().substr(port.address().rfind(':') + 1);
+  auto start = [&](int index) {
+    auto task = Task::Start({kBin + "/mirrored-worker", "--model", "mlp", "--max-steps", "5", "--no-validate",
+                             "--device", "cpu", "--registration-timeout", "2"},
+                            {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=test-token",
+                             R"(TF_CONFIG={"cluster":{"worker":["nosuchhost.invalid:)" + chief_port +
+                                 R"(","127.0.0.1:1"]},"task":{"type":"worker","index":)" + std::to_string(index) +
+                                 "}}"});
+    EXPECT_TRUE(task.ok()) << task.status();
+    return std::move(task).value();
+  };
+  auto chief = start(0);
+  auto chief_exit = chief->WaitExit(30s);
+  ASSERT_TRUE(chief_exit.has_value()) << chief->output();
+  EXPECT_EQ(chief_exit->exit_code, 4) << chief->output();
+  EXPECT_NE(chief->output().find("tasks never registered: worker:1 (1 of 2 registered)"), std::string::npos)
+      << chief->output();
+  auto worker = start(1);
+  auto worker_exit = worker->WaitExit(30s);
+  ASSERT_TRUE(worker_exit.has_value()) << worker->output();
+  EXPECT_EQ(worker_exit->exit_code, 4) << worker->output();
+  EXPECT_NE(worker->output().find("the chief's address nosuchhost.invalid:" + chief_port +
+                                  " (worker:0 in TF_CONFIG's cluster) does not resolve yet"),
+            std::string::npos)
+      << worker->output();
+  EXPECT_NE(worker->output().find("the chief's address nosuchhost.invalid:" + chief_port +
+                                  " does not resolve: getaddrinfo"),
+            std::string::npos)
+      << worker->output();
+}
+
 TEST(TrainMultiprocessTest, TwoWorkersTimesTwoReplicasReachTheAccuracyTarget) {
   const fs::path run = fs::temp_directory_path() / ("mirrored-train-" + std::to_string(getpid()));
   fs::remove_all(run);

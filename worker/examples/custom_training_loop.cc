@@ -29,12 +29,11 @@ int main(int argc, char** argv) {
   auto config = ResolveTfConfig(std::nullopt);         // TF_CONFIG, or one local task
   auto data = data::FashionMnist::Load(data::FashionMnist::kDefaultDir);
   if (!config.ok() || !data.ok()) return 2;
-  StrategyOptions options;
+  StrategyOptions options = StrategyOptions::FromEnvironment();  // the launcher's job token, restarts
   auto kind = ParseDeviceKind(device);
   if (!kind.ok()) return ExitCodeFor(kind.status());
   options.device = *kind;
   options.cpu_replicas = replicas;
-  if (const char* token = std::getenv("MIRRORED_JOB_TOKEN")) options.job_token = token;
   auto strategy = MirroredStrategy::Create(*config, options);
   // Tasks started with other step counts would not meet in the same collectives.
   Status joined = strategy.ok() ? (*strategy)->CheckTasksAgree({{"--steps", std::to_string(steps)}}) : strategy.status();
@@ -83,6 +82,7 @@ int main(int argc, char** argv) {
   });
   if (!status.ok()) {
     std::fprintf(stderr, "custom_training_loop: %s\n", status.ToString().c_str());
+    (*strategy)->ReportError(status);  // the other tasks name this error, not a lost connection
     return ExitCodeFor(status);
   }
   return ExitCodeFor((*strategy)->Shutdown());

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -40,6 +41,17 @@ std::string ListenAddress(const HostPort& address) {
                  h.find_first_not_of("0123456789.") == std::string::npos;
   if (literal) return address.ToString();
   return "0.0.0.0:" + std::to_string(address.port);
+}
+
+// Empty when `host` resolves (or is an IP literal), else getaddrinfo's reason.
+std::string ResolveError(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (found != nullptr) freeaddrinfo(found);
+  return rc == 0 ? "" : std::string("getaddrinfo: ") + gai_strerror(rc);
 }
 
 // The address this host's peers reach it on, for Gloo to bind: the task's
@@ -142,6 +154,19 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
     }
     co::CoordinationAgentOptions ao;
     ao.service_address = chief_address->ToString();
+    const std::string listen = ListenAddress(*chief_address);
+    if (config.task == chief && listen.starts_with("0.0.0.0:")) {
+      // The chief reaches its own service over loopback: its TF_CONFIG name
+      // need not resolve on its own host (the others report if they cannot).
+      ao.service_address = "127.0.0.1:" + std::to_string(chief_address->port);
+    } else if (std::string why = ResolveError(chief_address->host); !why.empty()) {
+      // Registration keeps trying (a Kubernetes pod's name resolves once the
+      // pod is up), but say at once why it may be waiting.
+      MIRRORED_LOG(WARNING) << "the chief's address " << chief_address->ToString() << " (" << chief.ToString()
+                            << " in TF_CONFIG's cluster) does not resolve yet: " << why
+                            << "; registration keeps trying for --registration-timeout ("
+                            << options.registration_timeout.count() / 1000 << " s)";
+    }
     ao.task_name = s->task_name_;
     ao.device_count = s->local_replicas_;
     ao.job_token = options.job_token;
@@ -156,7 +181,15 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
     s->agent_ = std::make_unique<co::CoordinationAgent>(ao);
     MirroredStrategy* raw = s.get();
     s->agent_->SetErrorCallback([raw](const Status& e) { raw->OnJobError(e); });
-    MIRRORED_RETURN_IF_ERROR(s->agent_->Connect());
+    if (Status connected = s->agent_->Connect(); !connected.ok()) {
+      if (connected.code() == StatusCode::kDeadlineExceeded && !(config.task == chief)) {
+        if (std::string why = ResolveError(chief_address->host); !why.empty()) {
+          return DeadlineExceededError(connected.message() + "; the chief's address " + chief_address->ToString() +
+                                       " does not resolve: " + why + " (check TF_CONFIG's cluster)");
+        }
+      }
+      return connected;
+    }
     const auto& view = s->agent_->cluster_view();
     process_rank = s->agent_->task_index();
     replicas_per_process.clear();
@@ -232,6 +265,14 @@ Status MirroredStrategy::CheckSameDeviceKind(const std::vector<std::string>& tas
   return InvalidArgumentError("tasks disagree on the replica device (" + kinds +
                               "): every task of a job must run GPU replicas, or every task CPU replicas; check "
                               "--device and each host's GPUs (CUDA_VISIBLE_DEVICES)");
+}
+
+StrategyOptions StrategyOptions::FromEnvironment() {
+  StrategyOptions o;
+  if (const char* token = std::getenv("MIRRORED_JOB_TOKEN")) o.job_token = token;
+  // 0 for a job's first run, k after k restarts by the launcher.
+  if (const char* generation = std::getenv("MIRRORED_GENERATION")) o.restarted = std::atoi(generation) > 0;
+  return o;
 }
 
 Status MirroredStrategy::CheckTasksAgree(const std::vector<std::pair<std::string, std::string>>& settings) {

@@ -78,6 +78,11 @@ struct StrategyOptions {
   // exits anyway (a Gloo operation blocked on a frozen peer cannot be
   // interrupted; replicas waiting on local barriers return at once).
   std::chrono::milliseconds abort_grace{500};
+
+  // What mirrored-launch tells each task in its environment: the job token
+  // (MIRRORED_JOB_TOKEN) and whether the task was restarted
+  // (MIRRORED_GENERATION > 0). Start from this in your own program.
+  static StrategyOptions FromEnvironment();
 };
 
 // What a replica's thread knows about itself.
