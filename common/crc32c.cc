@@ -1,6 +1,7 @@
 #include "common/crc32c.h"
 
 #include <array>
+#include <cstring>
 
 namespace mirrored {
 namespace {
@@ -20,9 +21,35 @@ struct Tables {
 };
 constexpr Tables kTables;
 
+#if defined(__x86_64__)
+// SSE4.2's crc32 instruction computes exactly this CRC (Castagnoli,
+// reflected): ~8x the tables' speed, for checkpoint files of hundreds of MB.
+__attribute__((target("sse4.2"))) uint32_t ExtendWithInstruction(uint32_t c, const unsigned char* p, size_t size) {
+  uint64_t c64 = c;
+  while (size >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    c64 = __builtin_ia32_crc32di(c64, v);
+    p += 8;
+    size -= 8;
+  }
+  uint32_t c32 = static_cast<uint32_t>(c64);
+  while (size--) c32 = __builtin_ia32_crc32qi(c32, *p++);
+  return c32;
+}
+const bool kHaveInstruction = __builtin_cpu_supports("sse4.2");
+#endif
+
 }  // namespace
 
 uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t size) {
+#if defined(__x86_64__)
+  if (kHaveInstruction) return ~ExtendWithInstruction(~crc, static_cast<const unsigned char*>(data), size);
+#endif
+  return Crc32cExtendPortable(crc, data, size);
+}
+
+uint32_t Crc32cExtendPortable(uint32_t crc, const void* data, size_t size) {
   const auto* p = static_cast<const unsigned char*>(data);
   const auto& t = kTables.t;
   uint32_t c = ~crc;

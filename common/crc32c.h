@@ -11,8 +11,11 @@
 
 namespace mirrored {
 
-// CRC of `size` bytes, continuing from `crc` (0 for a fresh CRC).
+// CRC of `size` bytes, continuing from `crc` (0 for a fresh CRC). Uses the
+// CPU's crc32 instruction where there is one (x86-64 with SSE4.2).
 uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t size);
+// The same with lookup tables only (what other CPUs run; tests compare).
+uint32_t Crc32cExtendPortable(uint32_t crc, const void* data, size_t size);
 inline uint32_t Crc32c(const void* data, size_t size) { return Crc32cExtend(0, data, size); }
 
 // TFRecord's mask: rotate right by 15 bits and add a constant, so that a CRC
