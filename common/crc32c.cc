@@ -37,7 +37,11 @@ __attribute__((target("sse4.2"))) uint32_t ExtendWithInstruction(uint32_t c, con
   while (size--) c32 = __builtin_ia32_crc32qi(c32, *p++);
   return c32;
 }
-const bool kHaveInstruction = __builtin_cpu_supports("sse4.2");
+// A static initialiser may run before libgcc's: initialise the CPU model first.
+const bool kHaveInstruction = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("sse4.2") != 0;
+}();
 #endif
 
 }  // namespace
