@@ -51,13 +51,12 @@ StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int gen
   t.is_training = !config.IsEvaluator();
   const std::string& run_dir = resolved_run_dir_;
   for (const auto& [key, value] : env) {
-    if (key == "TF_CONFIG" || key == "MIRRORED_GENERATION" || key == "MIRRORED_GENERATION_START") continue;
+    if (key == "TF_CONFIG" || key == "MIRRORED_GENERATION") continue;
     t.env.push_back(key + "=" + value);
   }
   // The worker always reads TF_CONFIG, whatever source the launcher used.
   t.env.push_back("TF_CONFIG=" + config.ToTfConfigJson());
   t.env.push_back("MIRRORED_GENERATION=" + std::to_string(generation));
-  t.env.push_back(GenerationStartEnv());
   t.argv = {binary};
   t.argv.insert(t.argv.end(), worker_args_.begin(), worker_args_.end());
   t.argv.insert(t.argv.end(), {"--run-dir", run_dir});

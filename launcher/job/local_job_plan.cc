@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -27,8 +26,7 @@ bool HasKey(const std::string& entry, std::string_view key) {
 // (MIRRORED_LOG_LEVEL, MIRRORED_DATA_CACHE, ...), passes through.
 bool IsLauncherSetKey(const std::string& entry) {
   return HasKey(entry, "TF_CONFIG") || HasKey(entry, "CUDA_VISIBLE_DEVICES") ||
-         HasKey(entry, "MIRRORED_JOB_TOKEN") || HasKey(entry, "MIRRORED_GENERATION") ||
-         HasKey(entry, "MIRRORED_GENERATION_START");
+         HasKey(entry, "MIRRORED_JOB_TOKEN") || HasKey(entry, "MIRRORED_GENERATION");
 }
 
 std::string Join(const std::vector<std::string>& parts, const char* sep) {
@@ -152,13 +150,6 @@ StatusOr<LocalJobPlan> PlanLocalJob(const LocalJobOptions& options) {
   return plan;
 }
 
-std::string GenerationStartEnv() {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "MIRRORED_GENERATION_START=%.3f",
-                std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
-  return buf;
-}
-
 std::vector<TaskLaunch> LocalJobPlan::Tasks(int generation,
                                             const std::vector<std::string>& base_env) const {
   std::vector<std::string> inherited;
@@ -166,7 +157,6 @@ std::vector<TaskLaunch> LocalJobPlan::Tasks(int generation,
     if (!IsLauncherSetKey(e)) inherited.push_back(e);
 
   nlohmann::json cluster = {{"worker", addresses_}};
-  const std::string generation_start = GenerationStartEnv();
   auto make = [&](const std::string& type, int index, const std::vector<std::string>* gpus) {
     TaskLaunch t;
     t.name = type + ":" + std::to_string(index);
@@ -176,7 +166,6 @@ std::vector<TaskLaunch> LocalJobPlan::Tasks(int generation,
     t.env.push_back("TF_CONFIG=" + tf_config.dump());
     t.env.push_back("MIRRORED_JOB_TOKEN=" + job_token_);
     t.env.push_back("MIRRORED_GENERATION=" + std::to_string(generation));
-    t.env.push_back(generation_start);
     t.argv = {options_.worker_binary};
     t.argv.insert(t.argv.end(), options_.worker_args.begin(), options_.worker_args.end());
     t.argv.insert(t.argv.end(), {"--run-dir", options_.run_dir});

@@ -73,10 +73,4 @@ std::vector<std::string> CurrentEnvironment();
 // MIRRORED_*, CUDA_VISIBLE_DEVICES), for --dry-run and failure reports.
 std::vector<std::string> LauncherSetEnvironment(const TaskLaunch& task);
 
-// "MIRRORED_GENERATION_START=<Unix seconds, now>": set for every task of a
-// generation, taken just before the launcher starts them (local and cluster
-// mode). An evaluator tells the chief's training-done record of this run from
-// an earlier run's by it (worker/checkpoint/training_done.h).
-std::string GenerationStartEnv();
-
 }  // namespace mirrored

@@ -69,6 +69,18 @@ TEST_F(RunDirFilesTest, HolderOnAnotherHostIsWaitedForWithinTheBound) {
   EXPECT_GE(std::chrono::steady_clock::now() - again, std::chrono::milliseconds(600));
 }
 
+// A holder on this machine (same host name and boot) is a live job: the
+// kernel drops a dead process's lock. Refused at once, whatever the wait.
+TEST_F(RunDirFilesTest, HolderOnThisMachineIsRefusedWithoutWaiting) {
+  auto first = RunDirLock::Acquire(dir_.string());
+  ASSERT_TRUE(first.ok()) << first.status();
+  const auto start = std::chrono::steady_clock::now();
+  auto second = RunDirLock::Acquire(dir_.string(), std::chrono::seconds(5));
+  EXPECT_FALSE(second.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_EQ(second.status().message().find("still after"), std::string::npos) << second.status();
+}
+
 TEST_F(RunDirFilesTest, RunDirThatIsAFileIsRefusedNamingIt) {
   std::ofstream(dir_.string()) << "x";
   auto lock = RunDirLock::Acquire(dir_.string());
@@ -92,6 +104,17 @@ TEST_F(RunDirFilesTest, TrainingDoneRoundTripsAndDamageIsDataLoss) {
   EXPECT_EQ((*done)->step, 500);
   EXPECT_GE((*done)->time, before);
   EXPECT_LE((*done)->time, UnixNow());
+  // Every record is a new run's, even for the same step (what evaluators compare).
+  ASSERT_TRUE(TrainingDone::Write(FileEnv::Default(), dir_.string(), 500).ok());
+  auto again = TrainingDone::Read(FileEnv::Default(), dir_.string());
+  ASSERT_TRUE(again.ok() && again->has_value());
+  EXPECT_NE((*again)->run, (*done)->run);
+  ASSERT_TRUE(TrainingDone::Remove(FileEnv::Default(), dir_.string()).ok());
+  auto removed = TrainingDone::Read(FileEnv::Default(), dir_.string());
+  ASSERT_TRUE(removed.ok());
+  EXPECT_FALSE(removed->has_value());
+  ASSERT_TRUE(TrainingDone::Remove(FileEnv::Default(), dir_.string()).ok());  // none is fine
+  ASSERT_TRUE(TrainingDone::Write(FileEnv::Default(), dir_.string(), 500).ok());
 
   std::ofstream(dir_ / "checkpoints" / kTrainingDoneFileName) << "{\"step\": \"x\"}";
   auto damaged = TrainingDone::Read(FileEnv::Default(), dir_.string());

@@ -20,12 +20,13 @@ type=$(printf '%s' "$TF_CONFIG" | sed -n 's/.*"type":"\([a-z]*\)".*/\1/p')
 index=$(printf '%s' "$TF_CONFIG" | sed -n 's/.*"index":\([0-9]*\).*/\1/p')
 task="$type:$index"
 echo "task $task generation $MIRRORED_GENERATION token ${#MIRRORED_JOB_TOKEN} chars"
-[ -n "$MIRRORED_GENERATION_START" ] || echo "no MIRRORED_GENERATION_START"
+# deaf: deaf before the pid file tells the test it runs.
+[ "$mode" = deaf ] && trap '' INT TERM
 [ -n "$run_dir" ] && echo $$ > "$run_dir/.pid.$task" && mv "$run_dir/.pid.$task" "$run_dir/pid.$task"
 case "$mode" in
   ok) exit 0 ;;
   hang) exec sleep 60 ;;
-  deaf) trap '' INT TERM; exec sleep 60 ;;
+  deaf) exec sleep 60 ;;
   kill-task1)
     if [ "$task" = worker:1 ]; then
       # Die only once the other tasks run (bounded wait on their pid files).

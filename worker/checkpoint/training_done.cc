@@ -12,10 +12,18 @@ double UnixNow() {
 }
 
 Status TrainingDone::Write(FileEnv* env, const std::string& run_dir, int64_t step) {
-  nlohmann::json json = {{"checkpoint", CheckpointDirName(step)}, {"step", step}, {"time", UnixNow()}};
+  nlohmann::json json = {
+      {"checkpoint", CheckpointDirName(step)}, {"step", step}, {"run", RandomHexSuffix()}, {"time", UnixNow()}};
   // Not kTempPrefix, which the chief's pruning removes (as for the lease).
   return WriteFileAtomically(env, CheckpointsDir(run_dir), kTrainingDoneFileName, json.dump() + "\n",
                              ".training-done-");
+}
+
+Status TrainingDone::Remove(FileEnv* env, const std::string& run_dir) {
+  const std::string path = JoinPath(CheckpointsDir(run_dir), kTrainingDoneFileName);
+  if (!env->FileExists(path)) return OkStatus();
+  Status s = env->RemoveFile(path);
+  return s.ok() || s.code() == StatusCode::kNotFound ? OkStatus() : s;
 }
 
 StatusOr<std::optional<TrainingDone::Record>> TrainingDone::Read(FileEnv* env, const std::string& run_dir) {
@@ -26,11 +34,12 @@ StatusOr<std::optional<TrainingDone::Record>> TrainingDone::Read(FileEnv* env, c
     return text.status();
   }
   nlohmann::json json = nlohmann::json::parse(*text, nullptr, false);
-  if (json.is_discarded() || !json.is_object() || !json["step"].is_number_integer() ||
+  if (json.is_discarded() || !json.is_object() || !json["step"].is_number_integer() || !json["run"].is_string() ||
       !json["time"].is_number()) {
-    return DataLossError(path + ": not a {\"step\": <integer>, \"time\": <seconds>} object");
+    return DataLossError(path + ": not a {\"step\": <integer>, \"run\": <string>, \"time\": <seconds>} object");
   }
-  return std::optional<Record>(Record{json["step"].get<int64_t>(), json["time"].get<double>()});
+  return std::optional<Record>(
+      Record{json["step"].get<int64_t>(), json["run"].get<std::string>(), json["time"].get<double>()});
 }
 
 }  // namespace mirrored

@@ -1,15 +1,16 @@
-// How a training job tells evaluators that no checkpoint will follow: when it
-// ends normally at its final checkpoint (also when a finished job is started
-// again and finds nothing left to train), the chief rewrites
-// RUN_DIR/checkpoints/training-done atomically:
-//   {"checkpoint": "ckpt-500", "step": 500, "time": 1763860000.25}
-// `time` is the wall clock (Unix seconds) of that end. An evaluator started
-// with the job takes a record written after its own start as "the job it runs
-// beside is over": once it has evaluated `step` it stops, even when that
-// checkpoint was evaluated by an earlier run (a rerun of a finished job). An
-// older record belongs to an earlier run, which a job on the same directory
-// may be extending with more steps.
+// How a training job tells evaluators that no checkpoint will follow. The
+// chief removes RUN_DIR/checkpoints/training-done when it starts (a job that
+// resumes may train on past an earlier run's end), and when it ends normally
+// (not preempted, not failed) writes it atomically, naming its last
+// checkpoint and a fresh random `run`:
+//   {"checkpoint": "ckpt-500", "step": 500, "run": "9f2c41d07a1be355", "time": 1763860000.25}
+// An evaluator stops once it has evaluated `step` and the record is this
+// run's: it appeared, or its `run` changed, after the evaluator started (no
+// clock is compared: hosts' clocks differ). A record already there when an
+// evaluator started beside a job may be an earlier run's that this job is
+// about to extend; evaluator.cc waits a bounded time before trusting it.
 //
+//   MIRRORED_RETURN_IF_ERROR(TrainingDone::Remove(env, run_dir));
 //   MIRRORED_RETURN_IF_ERROR(TrainingDone::Write(env, run_dir, 500));
 //   StatusOr<std::optional<TrainingDone::Record>> done = TrainingDone::Read(env, run_dir);
 #pragma once
@@ -28,11 +29,14 @@ inline constexpr char kTrainingDoneFileName[] = "training-done";
 class TrainingDone {
  public:
   struct Record {
-    int64_t step = 0;     // the final checkpoint's step
-    double time = 0;      // Unix seconds when the job ended
+    int64_t step = 0;  // the job's last checkpoint's step
+    std::string run;   // random, new for every record written
+    double time = 0;   // Unix seconds when the job ended (for people; not compared)
   };
-  // Records that training ended at ckpt-<step>, now.
+  // Records that training ended at ckpt-<step>, now, under a new `run`.
   static Status Write(FileEnv* env, const std::string& run_dir, int64_t step);
+  // Removes the record (none is fine): a job is training.
+  static Status Remove(FileEnv* env, const std::string& run_dir);
   // The record, or nullopt when there is none. DataLoss for a damaged file.
   static StatusOr<std::optional<Record>> Read(FileEnv* env, const std::string& run_dir);
 };

@@ -27,6 +27,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How long an evaluator started beside a job waits, with nothing new, before
+// it trusts a training-done record that was there before it started (the
+// job's chief may be about to resume and train on; it removes the record
+// when it starts).
+constexpr auto kQuietGrace = std::chrono::seconds(60);
+
 // Loss and accuracy of `model` on the whole of `test`.
 void Evaluate(model::Model& model, const data::Dataset& test, double* loss, double* accuracy) {
   constexpr size_t kBatch = 500;
@@ -77,6 +83,11 @@ EvaluationSummary StoppedBySignal(FileEnv* env, const std::string& run_dir, Eval
 StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
   if (options.run_dir.empty()) return InvalidArgumentError("the evaluator needs --run-dir (the job's run directory)");
   FileEnv* env = FileEnv::Default();
+  // The training-done record as this evaluator starts, read before anything
+  // slower: the job's chief, started beside it, removes or rewrites it, and
+  // a change is what tells this run's record from an earlier run's.
+  std::optional<std::string> initial_run;
+  if (auto first = TrainingDone::Read(env, options.run_dir); first.ok() && *first) initial_run = (*first)->run;
   std::error_code ec;
   std::filesystem::create_directories(options.run_dir, ec);
   // First of all, so that the chief keeps what this evaluator has not seen.
@@ -106,7 +117,16 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
   // GPUs from it) or on the CPU.
   auto kind = ParseDeviceKind(options.device);
   if (!kind.ok()) return setup_failed(kind.status());
-  auto devices = ResolveReplicaDevices(*kind, 1, *kind == DeviceKind::kCpu ? GpuProbe{} : ProbeGpus());
+  const GpuProbe probe = *kind == DeviceKind::kCpu ? GpuProbe{} : ProbeGpus();
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (*kind == DeviceKind::kGpu && probe.count == 0 && visible != nullptr && *visible == '\0') {
+    // mirrored-launch local gives the GPUs to the workers and hides them
+    // from its evaluator, whose arguments are the workers' (--device gpu).
+    MIRRORED_LOG(WARNING) << "--device gpu, but CUDA_VISIBLE_DEVICES is empty (the launcher gave the GPUs to the "
+                             "workers): evaluating on the CPU";
+    *kind = DeviceKind::kCpu;
+  }
+  auto devices = ResolveReplicaDevices(*kind, 1, probe);
   if (!devices.ok()) return setup_failed(devices.status());
   const int gpu = devices->gpu ? devices->gpus.front() : -1;
   if (gpu >= 0) {
@@ -121,12 +141,14 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
   const auto poll = std::chrono::milliseconds(static_cast<int64_t>(options.poll_interval_sec * 1000));
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options.eval_timeout_sec * 1000));
   auto last_progress = Clock::now();
-  // Started by mirrored-launch together with the training tasks, which may
-  // be extending a finished run: only their own training-done record (written
-  // after the launcher started this generation) ends the wait.
-  const char* generation_start = std::getenv("MIRRORED_GENERATION_START");
-  const bool beside_a_job = generation_start != nullptr;
-  const double started = beside_a_job ? std::strtod(generation_start, nullptr) : UnixNow();
+  // When the job is over (training_done.h): the chief's record of this run,
+  // i.e. one that appeared or changed after this evaluator started. An
+  // evaluator started by mirrored-launch runs beside training tasks that may
+  // be about to extend a finished run: a record it found at its start ends it
+  // only after kQuietGrace with nothing new (no checkpoint, no new record).
+  // One started on its own trusts any record.
+  const bool beside_a_job = std::getenv("MIRRORED_GENERATION") != nullptr;
+  auto quiet_since = Clock::now();
   MIRRORED_LOG(INFO) << "evaluator following " << options.run_dir << "/checkpoints every " << options.poll_interval_sec
                      << " s";
 
@@ -181,24 +203,21 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
       MIRRORED_RETURN_IF_ERROR((*events)->Flush());
       MIRRORED_RETURN_IF_ERROR(EvaluatorLease::MarkEvaluated(env, options.run_dir, info.step));
       done_step = info.step;
-      last_progress = Clock::now();
+      last_progress = quiet_since = Clock::now();
       ++summary.evaluations;
       summary.last_step = info.step;
       summary.last_loss = loss;
       summary.last_accuracy = accuracy;
-      if (st.final) {
-        summary.saw_final = true;
-        summary.final_step = info.step;
-        return Finish(env, options.run_dir, summary);
-      }
       if (options.max_evaluations > 0 && summary.evaluations >= options.max_evaluations)
         return Finish(env, options.run_dir, summary);
     }
-    // The job has ended and said so (training-done) after this evaluator
-    // started, or, for an evaluator started on its own, at any time: with its
-    // last checkpoint evaluated (now or by an earlier run), nothing follows.
-    if (auto done = TrainingDone::Read(env, options.run_dir); done.ok() && *done && (*done)->step <= done_step &&
-                                                               ((*done)->time >= started || !beside_a_job)) {
+    // The job has ended (training-done) and its last checkpoint is evaluated,
+    // now or by an earlier run: nothing follows.
+    auto done = TrainingDone::Read(env, options.run_dir);
+    if (done.ok() && !*done) initial_run.reset();  // removed: a chief is training
+    const bool this_run = done.ok() && *done && (!initial_run || (*done)->run != *initial_run);
+    if (done.ok() && *done && (*done)->step <= done_step &&
+        (this_run || !beside_a_job || Clock::now() - quiet_since >= kQuietGrace)) {
       if (summary.evaluations == 0) {
         Print("the job's last checkpoint ckpt-" + std::to_string((*done)->step) +
               " was evaluated before (recorded in the evaluator lease): nothing new to evaluate");

@@ -320,11 +320,16 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
       // Before anything is written: a directory another job trains into,
       // or one that cannot be written, is refused now (exit 2), not at
       // the first checkpoint.
+      // The other tasks wait for the chief in the first broadcast: give up
+      // (exit 2, which they then report) well before their collective timeout.
+      const double lock_wait_sec = std::min(options.registration_timeout_sec, options.collective_timeout_sec / 2);
       MIRRORED_ASSIGN_OR_RETURN(
           RunDirLock lock,
-          RunDirLock::Acquire(options.run_dir, std::chrono::milliseconds(static_cast<int64_t>(
-                                                   options.registration_timeout_sec * 1000))));
+          RunDirLock::Acquire(options.run_dir, std::chrono::milliseconds(static_cast<int64_t>(lock_wait_sec * 1000))));
       run_dir_lock.emplace(std::move(lock));
+      // This job is training: an earlier run's "done" no longer holds (it is
+      // written again when this one ends normally).
+      MIRRORED_RETURN_IF_ERROR(TrainingDone::Remove(FileEnv::Default(), options.run_dir));
     }
     MIRRORED_RETURN_IF_ERROR(log.Open(options.run_dir));
     if (checkpoints) {
