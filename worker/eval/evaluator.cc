@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "common/logging.h"
+#include "worker/checkpoint/checkpoint_index.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/evaluator_lease.h"
 #include "worker/checkpoint/training_done.h"
@@ -89,6 +90,13 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
   std::optional<std::string> initial_run;
   if (auto first = TrainingDone::Read(env, options.run_dir); first.ok() && *first) initial_run = (*first)->run;
   std::error_code ec;
+  if (!std::filesystem::exists(CheckpointsDir(options.run_dir), ec)) {
+    // Normal for an evaluator started with its job; a mistyped --run-dir
+    // would otherwise wait forever in silence.
+    MIRRORED_LOG(WARNING) << CheckpointsDir(options.run_dir)
+                          << " does not exist yet: waiting for the job's chief to write checkpoints there (check "
+                             "--run-dir if no job is starting)";
+  }
   std::filesystem::create_directories(options.run_dir, ec);
   // First of all, so that the chief keeps what this evaluator has not seen.
   MIRRORED_RETURN_IF_ERROR(EvaluatorLease::Follow(env, options.run_dir));
