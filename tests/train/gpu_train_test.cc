@@ -190,6 +190,10 @@ std::vector<std::string> WorkerEnvironment(int index, const std::string& cluster
 }
 
 std::vector<std::unique_ptr<WorkerProcess>> StartGpuWorkers(const std::vector<std::string>& args) {
+  // Held until the test process ends, not just until this returns: the
+  // chief binds its port later, and a port let go before that can be taken
+  // by a concurrent test's connection (a flaky "Address already in use").
+  static std::vector<PortReservation> held;
   std::vector<PortReservation> ports;
   std::string cluster;
   for (int i = 0; i < 2; ++i) {
@@ -205,6 +209,7 @@ std::vector<std::unique_ptr<WorkerProcess>> StartGpuWorkers(const std::vector<st
     EXPECT_TRUE(w.ok()) << w.status();
     if (w.ok()) workers.push_back(std::move(w).value());
   }
+  for (auto& p : ports) held.push_back(std::move(p));
   return workers;
 }
 

@@ -33,6 +33,10 @@ using Task = testing_util::WorkerProcess;
 std::vector<std::unique_ptr<Task>> StartWorkers(int n, const std::vector<std::string>& extra,
                                                 const std::vector<std::vector<std::string>>& per_task = {},
                                                 const std::string& model = "mlp") {
+  // Held until the test process ends, not just until this returns: the
+  // chief binds its port later, and a port let go before that can be taken
+  // by a concurrent test's connection (a flaky "Address already in use").
+  static std::vector<PortReservation> held;
   std::vector<PortReservation> ports;
   std::string cluster;
   for (int i = 0; i < n; ++i) {
@@ -53,6 +57,7 @@ std::vector<std::unique_ptr<Task>> StartWorkers(int n, const std::vector<std::st
     EXPECT_TRUE(task.ok()) << task.status();
     tasks.push_back(std::move(task).value());
   }
+  for (auto& p : ports) held.push_back(std::move(p));
   return tasks;
 }
 
