@@ -155,6 +155,38 @@ TEST(DeviceChoiceStrategyTest, TasksWithDifferentReplicaDevicesAreRefusedAtRende
   }
 }
 
+// Two tasks in one process (threads): agreeing settings pass CheckTasksAgree,
+// and Shutdown runs once (a second call returns the first one's result).
+TEST(DeviceChoiceStrategyTest, AgreeingTasksPassTheSettingsCheckAndShutdownTwice) {
+  auto p0 = PortReservation::Reserve();
+  auto p1 = PortReservation::Reserve();
+  ASSERT_TRUE(p0.ok() && p1.ok());
+  std::vector<Status> checks(2), first(2), second(2);
+  std::vector<std::thread> tasks;
+  for (int index = 0; index < 2; ++index) {
+    tasks.emplace_back([&, index] {
+      auto config = ParseTfConfig(R"({"cluster":{"worker":[")" + p0->address() + R"(",")" + p1->address() +
+                                  R"("]},"task":{"type":"worker","index":)" + std::to_string(index) + "}}");
+      ASSERT_TRUE(config.ok()) << config.status();
+      StrategyOptions so;
+      so.job_token = "agree";
+      so.registration_timeout = 20s;
+      so.collective_timeout = 20s;
+      auto strategy = MirroredStrategy::Create(*config, so);
+      ASSERT_TRUE(strategy.ok()) << strategy.status();
+      checks[index] = (*strategy)->CheckTasksAgree({{"--model", "mlp"}, {"--seed", "7"}});
+      first[index] = (*strategy)->Shutdown();
+      second[index] = (*strategy)->Shutdown();
+    });
+  }
+  for (auto& t : tasks) t.join();
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(checks[i].ok()) << checks[i];
+    EXPECT_TRUE(first[i].ok()) << first[i];
+    EXPECT_TRUE(second[i].ok()) << second[i];
+  }
+}
+
 TEST(DeviceChoiceWorkerTest, DeviceGpuWithoutAGpuExitsTwoNamingTheProblem) {
   SKIP_WITH_A_GPU();
   auto w = testing_util::WorkerProcess::Start(

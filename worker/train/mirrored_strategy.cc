@@ -450,9 +450,13 @@ Status MirroredStrategy::RunReplicas(const std::function<Status(ReplicaContext&)
 }
 
 Status MirroredStrategy::Shutdown() {
-  if (!agent_) return OkStatus();
-  Status s = agent_->Shutdown();
-  if (server_) server_->Stop(2000);
+  if (shutdown_result_) return *shutdown_result_;  // once; later calls say how it went
+  Status s = OkStatus();
+  if (agent_) {
+    s = agent_->Shutdown();
+    if (server_) server_->Stop(2000);
+  }
+  shutdown_result_ = s;
   return s;
 }
 

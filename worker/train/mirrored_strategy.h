@@ -33,6 +33,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "common/cluster/cluster_config.h"
@@ -164,6 +165,7 @@ class MirroredStrategy {
 
   // Exit barrier: returns once every task has finished (the chief's service
   // outlives the others' last calls). Errors: the job error; DeadlineExceeded.
+  // Runs once: a second call returns the first one's result.
   Status Shutdown();
 
  private:
@@ -178,6 +180,7 @@ class MirroredStrategy {
 
   std::vector<std::string> tasks_;  // every training task, in rank order (none for a single local task)
   int settings_checks_ = 0;         // CheckTasksAgree calls so far (a key prefix each)
+  std::optional<Status> shutdown_result_;
   std::string task_name_ = "worker:0";
   int local_replicas_ = 1;
   int rank_offset_ = 0;
