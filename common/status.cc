@@ -72,4 +72,9 @@ int ExitCodeFor(const Status& status) {
   }
 }
 
+Status WhileRunning(const Status& status) {
+  if (ExitCodeFor(status) != kExitUsage) return status;
+  return UnavailableError(status.message() + " (while the job ran)");
+}
+
 }  // namespace mirrored

@@ -123,6 +123,12 @@ enum ExitCode : int {
 // kAborted means "stopped because a peer failed" throughout the project.
 int ExitCodeFor(const Status& status);
 
+// An error met while a job runs (a run directory that turned read-only or
+// full) is not bad usage even when its code says so (PermissionDenied,
+// NotFound, InvalidArgument from a file system call): Unavailable, i.e. exit
+// 1, which the launcher may retry. Other errors pass unchanged.
+Status WhileRunning(const Status& status);
+
 }  // namespace mirrored
 
 #define MIRRORED_STATUS_CONCAT_INNER_(a, b) a##b

@@ -110,7 +110,7 @@ TEST(EvaluatorLeaseTest, AcquireAndMarkEvaluated) {
   EXPECT_EQ(done->last_evaluated_step, 400);
   ASSERT_TRUE(EvaluatorLease::Acquire(env, dir.path(), 600).ok());
   EXPECT_EQ(EvaluatorLease::Read(env, dir.path())->last_evaluated_step, 400) << "progress kept";
-  EXPECT_FALSE(EvaluatorLease::Read(env, dir.path())->following) << "Acquire alone does not follow";
+  EXPECT_TRUE(EvaluatorLease::Read(env, dir.path())->following) << "only a following evaluator acquires";
   ASSERT_TRUE(EvaluatorLease::Follow(env, dir.path()).ok());
   auto following = EvaluatorLease::Read(env, dir.path());
   ASSERT_TRUE(following.ok());
@@ -127,6 +127,15 @@ TEST(EvaluatorLeaseTest, AcquireAndMarkEvaluated) {
   EXPECT_FALSE(stopped->following);
   EXPECT_EQ(stopped->last_evaluated_step, 600);
   EXPECT_FALSE(stopped->Protects(601));
+  // A lease deleted (or damaged) while the evaluator follows: its next update
+  // rewrites it as following, so the chief goes on keeping the backlog.
+  ASSERT_TRUE(EvaluatorLease::Follow(env, dir.path()).ok());
+  ASSERT_TRUE(env->RemoveFile(JoinPath(CheckpointsDir(dir.path()), kEvalLeaseFileName)).ok());
+  ASSERT_TRUE(EvaluatorLease::Acquire(env, dir.path(), 700).ok());
+  EXPECT_TRUE(EvaluatorLease::Read(env, dir.path())->following);
+  ASSERT_TRUE(EvaluatorLease::MarkEvaluated(env, dir.path(), 700).ok());
+  EXPECT_TRUE(EvaluatorLease::Read(env, dir.path())->Protects(701));
+  ASSERT_TRUE(EvaluatorLease::Stop(env, dir.path()).ok());
   // No temp files left behind.
   auto names = env->ListDir(CheckpointsDir(dir.path()));
   ASSERT_TRUE(names.ok());

@@ -43,3 +43,21 @@ TEST(StatusTest, ExitCodesFollowDesign) {
 
 }  // namespace
 }  // namespace mirrored
+
+namespace mirrored {
+namespace {
+
+// A file system error met while the job runs is not bad usage: exit 1, which
+// the launcher retries, not 2, which it never does.
+TEST(StatusTest, WhileRunningTurnsUsageCodesIntoExitOne) {
+  Status denied = WhileRunning(PermissionDeniedError("create run/checkpoints/x: Read-only file system"));
+  EXPECT_EQ(ExitCodeFor(denied), kExitFailure);
+  EXPECT_EQ(denied.message(), "create run/checkpoints/x: Read-only file system (while the job ran)");
+  EXPECT_EQ(ExitCodeFor(WhileRunning(NotFoundError("gone"))), kExitFailure);
+  EXPECT_EQ(WhileRunning(DeadlineExceededError("slow")).code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(WhileRunning(AbortedError("peer")).code(), StatusCode::kAborted);
+  EXPECT_TRUE(WhileRunning(OkStatus()).ok());
+}
+
+}  // namespace
+}  // namespace mirrored

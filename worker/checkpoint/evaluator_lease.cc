@@ -73,9 +73,13 @@ Status EvaluatorLease::Follow(FileEnv* env, const std::string& run_dir) {
   return Write(env, run_dir, next);
 }
 
+// Acquire and MarkEvaluated are called only while the evaluator follows the
+// job: a lease deleted or damaged meanwhile is rewritten as following, so the
+// chief keeps protecting the backlog.
 Status EvaluatorLease::Acquire(FileEnv* env, const std::string& run_dir, int64_t step) {
   State next = ReadOrEmpty(env, run_dir);
   next.reading = step;
+  next.following = true;
   return Write(env, run_dir, next);
 }
 
@@ -83,6 +87,7 @@ Status EvaluatorLease::MarkEvaluated(FileEnv* env, const std::string& run_dir, i
   State next = ReadOrEmpty(env, run_dir);
   next.reading = std::nullopt;
   next.last_evaluated_step = step;
+  next.following = true;
   return Write(env, run_dir, next);
 }
 

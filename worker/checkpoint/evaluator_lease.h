@@ -59,9 +59,10 @@ class EvaluatorLease {
   // Marks an evaluator as following the job, keeping the recorded progress
   // (creates RUN_DIR/checkpoints/ if the chief has not yet).
   static Status Follow(FileEnv* env, const std::string& run_dir);
-  // Protects ckpt-<step> from pruning, keeping the rest of the lease.
+  // Protects ckpt-<step> from pruning, keeping the rest of the lease (and
+  // following: a lease lost meanwhile is rewritten as following).
   static Status Acquire(FileEnv* env, const std::string& run_dir, int64_t step);
-  // Releases "reading" and records `step` as evaluated, keeping "following".
+  // Releases "reading" and records `step` as evaluated, following.
   static Status MarkEvaluated(FileEnv* env, const std::string& run_dir, int64_t step);
   // The evaluator has ended normally: nothing is protected any more; the
   // progress is kept.

@@ -171,7 +171,7 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
     }
     for (const CheckpointInfo& info : pending) {  // ascending by step
       if (std::optional<int> sig = StopSignal::Received()) return StoppedBySignal(env, options.run_dir, summary, *sig);
-      MIRRORED_RETURN_IF_ERROR(EvaluatorLease::Acquire(env, options.run_dir, info.step));
+      MIRRORED_RETURN_IF_ERROR(WhileRunning(EvaluatorLease::Acquire(env, options.run_dir, info.step)));
       auto loaded = reader.Load(info.step);
       if (!loaded.ok()) {
         // Pruned or damaged between listing and loading: skip it, never
@@ -208,8 +208,8 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
                                                 {"checkpoint", "ckpt-" + std::to_string(info.step)}}));
       MIRRORED_RETURN_IF_ERROR((*events)->WriteScalar("eval_loss", info.step, static_cast<float>(loss)));
       MIRRORED_RETURN_IF_ERROR((*events)->WriteScalar("eval_accuracy", info.step, static_cast<float>(accuracy)));
-      MIRRORED_RETURN_IF_ERROR((*events)->Flush());
-      MIRRORED_RETURN_IF_ERROR(EvaluatorLease::MarkEvaluated(env, options.run_dir, info.step));
+      MIRRORED_RETURN_IF_ERROR(WhileRunning((*events)->Flush()));
+      MIRRORED_RETURN_IF_ERROR(WhileRunning(EvaluatorLease::MarkEvaluated(env, options.run_dir, info.step)));
       done_step = info.step;
       last_progress = quiet_since = Clock::now();
       ++summary.evaluations;

@@ -498,9 +498,9 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
       if (step % options.log_every == 0 || epoch_end || last || preempted) {
         const double secs = std::chrono::duration<double>(Clock::now() - window_start).count();
         if (replica.is_chief() && window_count > 0) {
-          MIRRORED_RETURN_IF_ERROR(log.Train(step, total_steps, epoch, window_loss / window_count,
-                                             window_correct / window_count, window_count / secs,
-                                             secs * 1000 / window_steps, optimizer->learning_rate()));
+          MIRRORED_RETURN_IF_ERROR(WhileRunning(log.Train(step, total_steps, epoch, window_loss / window_count,
+                                                          window_correct / window_count, window_count / secs,
+                                                          secs * 1000 / window_steps, optimizer->learning_rate())));
         }
         window_loss = window_correct = window_count = 0;
         window_steps = 0;
@@ -541,14 +541,15 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
           // replace a good checkpoint with this one.
           return DivergedError(std::nullopt, step, step, epoch, last_checkpoint, true, options);
         }
-        MIRRORED_RETURN_IF_ERROR(last ? writer->Write(snapshot.Contents(st)) : writer->WriteAsync(snapshot.Contents(st)));
+        MIRRORED_RETURN_IF_ERROR(
+            WhileRunning(last ? writer->Write(snapshot.Contents(st)) : writer->WriteAsync(snapshot.Contents(st))));
       }
       if (checkpoint_now) last_checkpoint = step;
       if (epoch_end || last) {
         double val_loss = -1, val_acc = -1;
         if (options.validate) {
           MIRRORED_RETURN_IF_ERROR(Validate(*model, data.test(), global_batch, replica, &val_loss, &val_acc));
-          if (replica.is_chief()) MIRRORED_RETURN_IF_ERROR(log.Validation(step, epoch, val_loss, val_acc));
+          if (replica.is_chief()) MIRRORED_RETURN_IF_ERROR(WhileRunning(log.Validation(step, epoch, val_loss, val_acc)));
         }
         if (replica.is_chief()) {
           std::lock_guard<std::mutex> lock(summary_mu);
@@ -571,10 +572,10 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
       }
     }
     if (writer && replica.global_rank() == 0) {
-      MIRRORED_RETURN_IF_ERROR(writer->Wait());
+      MIRRORED_RETURN_IF_ERROR(WhileRunning(writer->Wait()));
       // Evaluators beside this job: no checkpoint follows this one.
       if (!stopped_early && last_checkpoint >= 0) {
-        MIRRORED_RETURN_IF_ERROR(TrainingDone::Write(FileEnv::Default(), options.run_dir, last_checkpoint));
+        MIRRORED_RETURN_IF_ERROR(WhileRunning(TrainingDone::Write(FileEnv::Default(), options.run_dir, last_checkpoint)));
       }
     }
     // Prove the replicas ended identical: max and min of a fingerprint agree.
