@@ -225,8 +225,11 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
   // The root cause is the earliest genuine training failure whose code is not
   // "stopped because another task failed" (3); a task that noticed the
   // failure through the coordination service can be reaped before the task
-  // that actually died.
+  // that actually died. A preemption (143) comes after any real failure: the
+  // chief failing to write the preemption checkpoint must not be reported as
+  // a clean preemption because the others' 143 came first.
   const TaskResult* root = nullptr;
+  const TaskResult* first_preempted = nullptr;
   const TaskResult* first_peer_failed = nullptr;
   const TaskResult* evaluator_failure = nullptr;
   for (const auto& r : outcome.tasks) {
@@ -235,10 +238,12 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
       if (!evaluator_failure) evaluator_failure = &r;
       continue;
     }
-    bool peer = r.exit.exit_code && *r.exit.exit_code == kExitPeerFailed;
-    const TaskResult*& slot = peer ? first_peer_failed : root;
+    const bool peer = r.exit.exit_code && *r.exit.exit_code == kExitPeerFailed;
+    const bool preempted = r.exit.exit_code && *r.exit.exit_code == kExitPreempted;
+    const TaskResult*& slot = peer ? first_peer_failed : preempted ? first_preempted : root;
     if (!slot || r.ended_at < slot->ended_at) slot = &r;
   }
+  if (!root) root = first_preempted;
   if (!root) root = first_peer_failed;
   if (!root && !outcome.stop_signal) root = evaluator_failure;
   if (root) outcome.first_failure = *root;
@@ -286,11 +291,13 @@ std::string FormatFailureReport(const JobOutcome& outcome) {
     // or still running) before it could exit on its own. Its peer's own
     // message names it.
     if (f.exit.exit_code == kExitPeerFailed) {
-      static const std::regex kNamed(R"(task ([a-z]+:[0-9]+) failed)");
+      static const std::regex kNamed(R"(task ([a-z]+:[0-9]+) failed|hosted by task ([a-z]+:[0-9]+)\) has not answered)");
       for (auto it = f.last_lines.rbegin(); it != f.last_lines.rend(); ++it) {
         std::smatch m;
-        if (std::regex_search(*it, m, kNamed) && m[1].str() != f.name) {
-          out << "  (exit 3: it stopped because another task failed; it names " << m[1].str() << ")\n";
+        if (!std::regex_search(*it, m, kNamed)) continue;
+        const std::string named = m[1].matched ? m[1].str() : m[2].str();
+        if (named != f.name) {
+          out << "  (exit 3: it stopped because another task failed; it names " << named << ")\n";
           break;
         }
       }

@@ -116,6 +116,35 @@ TEST_F(JobSupervisorTest, ExitThreeFirstPointsAtTheTaskItNames) {
       << report;
 }
 
+// A frozen chief: its peer blames the coordination service it hosts.
+TEST_F(JobSupervisorTest, ExitThreeFirstPointsAtAFrozenChief) {
+  JobSupervisor supervisor(console_.get(), {.grace_period = 300ms});
+  auto outcome = supervisor.Run(
+      {Shell("worker:0", "trap '' TERM; exec sleep 30"),
+       Shell("worker:1", "echo 'error: the coordination service at 127.0.0.1:5 (hosted by task worker:0) has not "
+                         "answered heartbeats for 5004 ms'; exit 3")});
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  std::string report = FormatFailureReport(*outcome);
+  EXPECT_NE(report.find("(exit 3: it stopped because another task failed; it names worker:0)"), std::string::npos)
+      << report;
+}
+
+// The others stop after the same step with 143, but the chief then fails to
+// write that checkpoint (exit 1): the job failed, it was not a clean
+// preemption, whichever exit came first.
+TEST_F(JobSupervisorTest, AFailureAfterPreemptionExitsIsTheRootCause) {
+  ASSERT_EQ(mkfifo((dir_ / "fifo").c_str(), 0600), 0);
+  JobSupervisor supervisor(console_.get(), {.grace_period = 5s});
+  auto outcome = supervisor.Run(
+      {Shell("worker:0", "trap '' TERM; read x < \"$DIR/fifo\"; echo 'No space left on device'; exit 1"),
+       Shell("worker:1", "echo 'preempted: stopped after step 140'; echo > \"$DIR/fifo\"; exit 143")});
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->exit_code, 1);
+  ASSERT_TRUE(outcome->first_failure.has_value());
+  EXPECT_EQ(outcome->first_failure->name, "worker:0");
+  EXPECT_EQ(FormatFailureReport(*outcome).find("job preempted"), std::string::npos);
+}
+
 // A worker that exits 143 by itself was preempted (it checkpointed with the
 // others): the report says so instead of calling it a failure, and does not
 // claim the launcher stopped the others that exit 143 too.

@@ -542,7 +542,8 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
           return DivergedError(std::nullopt, step, step, epoch, last_checkpoint, true, options);
         }
         MIRRORED_RETURN_IF_ERROR(
-            WhileRunning(last ? writer->Write(snapshot.Contents(st)) : writer->WriteAsync(snapshot.Contents(st))));
+            WhileRunning(last || preempted ? writer->Write(snapshot.Contents(st))   // written before saying so
+                                           : writer->WriteAsync(snapshot.Contents(st))));
       }
       if (checkpoint_now) last_checkpoint = step;
       if (epoch_end || last) {
