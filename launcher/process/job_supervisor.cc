@@ -81,6 +81,10 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
   };
   auto begin_stop = [&](int sig) {
     signal_live(sig);
+    // A stopped (SIGSTOP, frozen) task handles the signal only once it runs:
+    // wake it, rather than wait out the grace period for nothing.
+    for (auto& t : running)
+      if (t.child && !t.result) t.child->SignalGroup(SIGCONT);
     if (!kill_deadline) kill_deadline = Clock::now() + options_.grace_period;
   };
   auto cleanup = [&] {
