@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <memory>
@@ -28,6 +29,8 @@ struct RunningTask {
   int out_fd = -1;  // owned once taken from the child; -1 at EOF
   std::optional<int> signal_sent;  // the first signal we sent it
   bool killed = false;              // we sent SIGKILL after the grace period
+  bool stalled = false;             // an evaluator stopped for printing nothing after training ended
+  std::chrono::steady_clock::time_point last_output = std::chrono::steady_clock::now();
   std::optional<TaskResult> result;
 };
 
@@ -40,6 +43,12 @@ bool EndedBecauseStopped(const RunningTask& t, const ProcessExit& e) {
   int code = *e.exit_code;
   return code == 0 || code == kExitPeerFailed || code == 128 + *t.signal_sent ||
          code == 128 + SIGTERM;
+}
+
+std::string FormatSeconds(std::chrono::milliseconds ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g s", static_cast<double>(ms.count()) / 1000);
+  return buf;
 }
 
 void CloseFd(int& fd) {
@@ -70,6 +79,7 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
   JobOutcome outcome;
   std::optional<Clock::time_point> kill_deadline;
   bool killed_all = false;
+  Clock::time_point last_training_end = Clock::now();
 
   auto signal_live = [&](int sig) {
     for (auto& t : running) {
@@ -184,6 +194,7 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
           ssize_t n = read(t.out_fd, buf, sizeof(buf));
           if (n > 0) {
             t.tee->Append(std::string_view(buf, static_cast<size_t>(n)));
+            t.last_output = Clock::now();
             continue;
           }
           if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
@@ -205,15 +216,36 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
       r.is_training = t.launch->is_training;
       r.exit = *exit;
       r.ended_at = std::chrono::system_clock::now();
-      r.stopped_by_supervisor = EndedBecauseStopped(t, *exit);
+      r.stopped_by_supervisor = EndedBecauseStopped(t, *exit) && !t.stalled;
       t.result = r;
+      if (r.is_training) last_training_end = Clock::now();
       if (r.is_training && !r.exit.success() && !r.stopped_by_supervisor && !outcome.stop_signal) {
         begin_stop(SIGTERM);
       }
     }
     // Once every training task has ended well, only the evaluator may be
     // left: it is waited for (it ends on the final checkpoint or its own
-    // timeout). If training failed, the evaluator was stopped with the rest.
+    // timeout), unless it prints nothing for evaluator_stall_timeout (hung:
+    // frozen, or blocked on a dead file server). If training failed, the
+    // evaluator was stopped with the rest.
+    const bool training_done = std::all_of(running.begin(), running.end(), [](const RunningTask& t) {
+      return !t.launch->is_training || (t.result && t.result->exit.success());
+    });
+    if (training_done && !kill_deadline) {
+      for (auto& t : running) {
+        if (t.result || t.launch->is_training) continue;
+        const auto quiet = std::max(t.last_output, last_training_end);
+        if (Clock::now() - quiet < options_.evaluator_stall_timeout) continue;
+        t.stalled = true;
+        if (console_ != nullptr) {
+          console_->WriteLine("[mirrored-launch] ",
+                              t.launch->name + " printed nothing for " +
+                                  FormatSeconds(options_.evaluator_stall_timeout) +
+                                  " after training ended: stopping it (hung?)");
+        }
+        begin_stop(SIGTERM);
+      }
+    }
     if (kill_deadline && !killed_all && Clock::now() >= *kill_deadline) {
       signal_live(SIGKILL);
       killed_all = true;

@@ -59,6 +59,11 @@ struct JobOutcome {
 struct SupervisorOptions {
   std::chrono::milliseconds grace_period{10000};
   size_t keep_last_lines = 20;
+  // Once every training task has ended well, an evaluator that prints
+  // nothing for this long is taken as hung (an evaluation prints a line per
+  // checkpoint): it is stopped, and the job fails with its exit, instead of
+  // the finished job staying open for ever.
+  std::chrono::milliseconds evaluator_stall_timeout{300000};
 };
 
 class JobSupervisor {

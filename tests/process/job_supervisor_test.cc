@@ -213,6 +213,32 @@ TEST_F(JobSupervisorTest, EarlySuccessIsNotAFailureAndEvaluatorFailureDoesNotSto
   EXPECT_EQ(outcome->first_failure->name, "evaluator");
 }
 
+// Training has ended well and the evaluator prints nothing (frozen, or
+// blocked on a dead file server): it is stopped after the stall timeout and
+// the job fails with its exit, instead of staying open for ever. An evaluator
+// that keeps printing is left alone.
+TEST_F(JobSupervisorTest, AnEvaluatorSilentAfterTrainingEndedIsStopped) {
+  JobSupervisor supervisor(console_.get(), {.grace_period = 300ms, .evaluator_stall_timeout = 500ms});
+  auto start = std::chrono::steady_clock::now();
+  auto outcome = supervisor.Run({Shell("worker:0", "exit 0"),
+                                 Shell("evaluator:0", "echo following; exec sleep 30", /*training=*/false)});
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  EXPECT_EQ(outcome->exit_code, 128 + SIGTERM);
+  ASSERT_TRUE(outcome->first_failure.has_value());
+  EXPECT_EQ(outcome->first_failure->name, "evaluator:0");
+  EXPECT_NE(Slurp(dir_ / "console").find("evaluator:0 printed nothing for 0.5 s after training ended"),
+            std::string::npos)
+      << Slurp(dir_ / "console");
+
+  JobSupervisor patient(console_.get(), {.grace_period = 300ms, .evaluator_stall_timeout = 500ms});
+  auto busy = patient.Run({Shell("worker:0", "exit 0"),
+                           Shell("evaluator:0", "for i in 1 2 3 4 5 6; do echo evaluated $i; sleep 0.2; done",
+                                 /*training=*/false)});
+  ASSERT_TRUE(busy.ok()) << busy.status();
+  EXPECT_EQ(busy->exit_code, 0);
+}
+
 TEST_F(JobSupervisorTest, StopRequestIsPassedOnAndGivesTheSignalsExitCode) {
   JobSupervisor supervisor(console_.get(), {.grace_period = 2s});
   supervisor.RequestStop(SIGINT);  // delivered at the first poll
