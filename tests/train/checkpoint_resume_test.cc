@@ -320,6 +320,31 @@ TEST_F(CheckpointResumeTest, ExtendedRunsNewCheckpointsAreEvaluatedPastTheOldFin
       << extended.output;
 }
 
+// The job's final checkpoint damaged after it was written (its CRC-32C no
+// longer matches): the evaluator does not claim it evaluated it; exit 1,
+// naming the file.
+TEST_F(CheckpointResumeTest, EvaluatorWhoseFinalCheckpointIsDamagedSaysSo) {
+  const fs::path run = dir_ / "damaged";
+  ProcessRun trained = RunProcess({kBin + "/mirrored-worker", "--model", "mlp", "--max-steps", "20",
+                                   "--checkpoint-every", "10", "--no-validate", "--cpu-replicas", "1", "--run-dir",
+                                   run.string()});
+  ASSERT_TRUE(trained.exit && trained.exit->success()) << trained.output;
+  {
+    std::fstream f(run / "checkpoints" / "ckpt-20" / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-100, std::ios::end);
+    const char bad[8] = {'\x5a', '\x5a', '\x5a', '\x5a', '\x5a', '\x5a', '\x5a', '\x5a'};
+    f.write(bad, sizeof(bad));
+  }
+  ProcessRun eval = RunProcess({kBin + "/mirrored-worker", "--run-dir", run.string(), "--poll-interval", "0.2"}, "",
+                               60s, {R"(TF_CONFIG={"cluster":{"worker":["127.0.0.1:1"]},"task":{"type":"evaluator","index":0}})"});
+  ASSERT_TRUE(eval.exit.has_value()) << eval.output;
+  EXPECT_EQ(eval.exit->ShellCode(), 1) << eval.output;
+  EXPECT_NE(eval.output.find("evaluated checkpoint ckpt-10"), std::string::npos) << eval.output;
+  EXPECT_NE(eval.output.find("the job's last checkpoint ckpt-20 could not be evaluated: "), std::string::npos)
+      << eval.output;
+  EXPECT_NE(eval.output.find("model.safetensors is damaged"), std::string::npos) << eval.output;
+}
+
 // Ctrl-C or the launcher's SIGTERM stops a following evaluator between
 // checkpoints: it exits 128 + signal and ends its lease, so that the chief
 // stops keeping a backlog for it.

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "common/logging.h"
 #include "worker/checkpoint/checkpoint_index.h"
@@ -157,6 +158,7 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
   // One started on its own trusts any record.
   const bool beside_a_job = std::getenv("MIRRORED_GENERATION") != nullptr;
   auto quiet_since = Clock::now();
+  std::map<int64_t, Status> unreadable;  // checkpoints skipped as damaged or gone, and why
   MIRRORED_LOG(INFO) << "evaluator following " << options.run_dir << "/checkpoints every " << options.poll_interval_sec
                      << " s";
 
@@ -177,6 +179,7 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
         // Pruned or damaged between listing and loading: skip it, never
         // evaluate a partial one.
         MIRRORED_LOG(WARNING) << "skipping ckpt-" << info.step << ": " << loaded.status();
+        unreadable[info.step] = loaded.status();
         done_step = info.step;
         continue;
       }
@@ -226,6 +229,12 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
     const bool this_run = done.ok() && *done && (!initial_run || (*done)->run != *initial_run);
     if (done.ok() && *done && (*done)->step <= done_step &&
         (this_run || !beside_a_job || Clock::now() - quiet_since >= kQuietGrace)) {
+      if (auto bad = unreadable.find((*done)->step); bad != unreadable.end()) {
+        // The job's last checkpoint was skipped, not evaluated: say so.
+        (void)EvaluatorLease::Stop(env, options.run_dir);
+        return DataLossError("the job's last checkpoint ckpt-" + std::to_string((*done)->step) +
+                             " could not be evaluated: " + bad->second.message());
+      }
       if (summary.evaluations == 0) {
         Print("the job's last checkpoint ckpt-" + std::to_string((*done)->step) +
               " was evaluated before (recorded in the evaluator lease): nothing new to evaluate");
