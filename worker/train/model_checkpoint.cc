@@ -43,15 +43,16 @@ ModelSnapshot ModelSnapshot::Take(model::Model& model, model::Optimizer& optimiz
   return s;
 }
 
+bool AllFinite(const std::vector<float>& values) {
+  for (float x : values)
+    if (!std::isfinite(x)) return false;
+  return true;
+}
+
 bool ModelSnapshot::AllFinite() const {
-  auto finite = [](const std::vector<float>& v) {
-    for (float x : v)
-      if (!std::isfinite(x)) return false;
-    return true;
-  };
-  if (!finite(params_) || !finite(state_)) return false;
+  if (!mirrored::AllFinite(params_) || !mirrored::AllFinite(state_)) return false;
   for (const auto& slot : slots_)
-    if (!finite(slot)) return false;
+    if (!mirrored::AllFinite(slot)) return false;
   return true;
 }
 

@@ -37,6 +37,10 @@ class ModelSnapshot {
   int64_t iterations_ = 0;
 };
 
+// Whether every value is finite (no NaN, no infinity): the divergence check
+// of the weights (trainer.cc) and of a snapshot before it is written.
+bool AllFinite(const std::vector<float>& values);
+
 // Loads `checkpoint`'s tensors into `model` and `optimizer`. Errors:
 // DataLoss naming the checkpoint and the tensor that is missing or has
 // another shape (e.g. a checkpoint of another model).

@@ -254,12 +254,6 @@ Status DivergedError(std::optional<float> mean_loss, int64_t first, int64_t last
   return InvalidArgumentError(m.str());
 }
 
-bool AllFinite(const std::vector<float>& v) {
-  for (float x : v)
-    if (!std::isfinite(x)) return false;
-  return true;
-}
-
 // What every task must agree on: whatever decides the collectives' sizes
 // and the steps they run at (tensor shapes, buckets, steps per epoch, sync
 // points, validation), and what makes the replicas' updates the same.
