@@ -37,7 +37,10 @@ int RunWorker(const WorkerOptions& options) {
   if (!config.ok()) return Fail("worker", config.status());
   for (const auto& w : config->warnings) MIRRORED_LOG(WARNING) << w;
   const std::string task = config->task.ToString();
-  SetLogTag(task);
+  // Under mirrored-launch (which sets MIRRORED_GENERATION) every line is
+  // already prefixed with the task's name and teed to logs/<task>.log; a tag
+  // of our own would print the name twice.
+  if (std::getenv("MIRRORED_GENERATION") == nullptr) SetLogTag(task);
   if (config->IsEvaluator()) {
     StopSignal::Install();  // SIGINT/SIGTERM: stop between checkpoints, end the lease
     auto evaluated = RunEvaluator(options);

@@ -50,7 +50,7 @@ PY
 # A run that died after logging steps 15 and 20 but before checkpointing 20
 # (ckpt-20 removed), resumed from ckpt-10: its new event file starts with a
 # SessionLog START at step 11, so TensorBoard shows steps 15 and 20 once, from
-# the resumed run, as it does for TensorFlow's restarts.
+# the resumed run, as it does for TensorFlow's restarts; metrics.jsonl the same.
 rm -rf "$dir/run/checkpoints/ckpt-20" "$dir/run/checkpoints/training-done"
 sleep 1  # not a synchronisation: event file names carry their creation second, and the new one must sort last
 timeout 120 "$bin/mirrored-launch" local --workers 2 --run-dir "$dir/run" -- \
@@ -65,4 +65,13 @@ acc.Reload()
 steps = [e.step for e in acc.Scalars("loss")]
 assert steps == [5, 10, 15, 20], steps
 print("after the resume, tensorboard shows each step once:", steps)
+# metrics.jsonl too: the first run's lines for steps 15 and 20 were removed
+# when the second resumed from ckpt-10; the evaluator's lines stay.
+import json
+lines = [json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl")]
+by_kind = lambda k: [l["step"] for l in lines if l["kind"] == k]
+assert by_kind("train") == [5, 10, 15, 20], by_kind("train")
+assert by_kind("validation") == [20], by_kind("validation")
+assert by_kind("eval") == [10, 20], by_kind("eval")
+print("and metrics.jsonl lists each step once:", by_kind("train"))
 PY

@@ -98,9 +98,19 @@ class ChiefLog {
     }
     return OkStatus();
   }
-  // Resumed from the checkpoint at `step`: TensorBoard drops what an earlier
-  // run logged after it (those steps are trained again).
-  Status Resumed(int64_t step, const std::string& checkpoint_dir) {
+  // Training starts after `step` (the checkpoint `checkpoint_dir` resumed
+  // from, or 0 and "" without one): what an earlier run logged after it is
+  // trained again, so TensorBoard drops those events and metrics.jsonl
+  // those lines (an earlier attempt that died before its first checkpoint
+  // included).
+  Status Starting(int64_t step, const std::string& checkpoint_dir) {
+    if (metrics_) {
+      MIRRORED_ASSIGN_OR_RETURN(int64_t removed, metrics_->SupersedeAfter(step));
+      if (removed > 0) {
+        MIRRORED_LOG(INFO) << "metrics.jsonl: removed " << removed << " line(s) of steps after " << step
+                           << ", logged by an earlier run that stopped before checkpointing them";
+      }
+    }
     if (!events_) return OkStatus();
     MIRRORED_RETURN_IF_ERROR(events_->WriteSessionStart(step + 1, checkpoint_dir));
     return events_->Flush();
@@ -350,11 +360,11 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
         }
         MIRRORED_LOG(INFO) << "resuming from " << latest->info.dir << " (step " << latest->info.step << ", epoch "
                            << latest->info.state.epoch + 1 << ")";
-        MIRRORED_RETURN_IF_ERROR(log.Resumed(latest->info.step, latest->info.dir));
         resume = std::move(latest).value();
       } else if (latest.status().code() != StatusCode::kNotFound) {
         return latest.status();
       }
+      MIRRORED_RETURN_IF_ERROR(log.Starting(resume ? resume->info.step : 0, resume ? resume->info.dir : ""));
       writer = std::make_unique<CheckpointWriter>(FileEnv::Default(), options.run_dir,
                                                   CheckpointWriterOptions{.keep_checkpoints = options.keep_checkpoints});
     }
