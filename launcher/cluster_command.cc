@@ -51,7 +51,7 @@ StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int gen
   t.is_training = !config.IsEvaluator();
   const std::string& run_dir = resolved_run_dir_;
   for (const auto& [key, value] : env) {
-    if (key == "TF_CONFIG" || key == "MIRRORED_GENERATION") continue;
+    if (key == "TF_CONFIG" || key == "MIRRORED_GENERATION" || key == "MIRRORED_TRAINING_ENDED") continue;
     t.env.push_back(key + "=" + value);
   }
   // The worker always reads TF_CONFIG, whatever source the launcher used.

@@ -51,7 +51,8 @@ int RunSupervised(const SupervisedRunOptions& options, const JobRunner::TaskFact
   }
   ConsoleWriter console(STDOUT_FILENO);
   ConsoleWriter report(STDERR_FILENO);
-  JobSupervisor supervisor(&console, {.grace_period = options.grace_period});
+  JobSupervisor supervisor(&console, {.grace_period = options.grace_period,
+                                      .evaluator_restarts = options.max_restarts});
   StopSignalScope signals(&supervisor);
   JobRunner runner(&supervisor, &report, {.max_restarts = options.max_restarts});
   return runner.Run(tasks);

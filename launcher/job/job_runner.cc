@@ -27,6 +27,17 @@ int JobRunner::Run(const TaskFactory& tasks_for_generation) {
     }
     Report(FormatFailureReport(*outcome));
     if (outcome->stop_signal) return outcome->exit_code;
+    if (outcome->first_failure && !outcome->first_failure->is_training) {
+      // Training succeeded; the evaluator alone failed (after its own
+      // restarts, if any were allowed): a new generation would train nothing.
+      Report("not restarting the job: training succeeded and only " + outcome->first_failure->name +
+             " failed" +
+             (options_.max_restarts > 0 ? " (it was started again " + std::to_string(options_.max_restarts) +
+                                              " time" + (options_.max_restarts == 1 ? "" : "s") + " on its own)"
+                                        : "; --max-restarts K starts it again on its own, up to K times") +
+             "; start an evaluator alone on the run directory to evaluate the rest");
+      return outcome->exit_code;
+    }
     const bool config_error = outcome->first_failure && outcome->first_failure->exit.exit_code &&
                               *outcome->first_failure->exit.exit_code == kExitUsage;
     if (config_error && generation < options_.max_restarts) {

@@ -7,7 +7,9 @@
 //
 // A failure with exit code 2 (bad usage or configuration) is never retried:
 // the same command would fail the same way. A stop requested by a signal is
-// never retried either.
+// never retried either, nor an evaluator's failure after training succeeded
+// (the supervisor restarts an evaluator alone, SupervisorOptions::
+// evaluator_restarts).
 #pragma once
 
 #include <functional>

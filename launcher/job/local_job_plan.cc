@@ -26,7 +26,8 @@ bool HasKey(const std::string& entry, std::string_view key) {
 // (MIRRORED_LOG_LEVEL, MIRRORED_DATA_CACHE, ...), passes through.
 bool IsLauncherSetKey(const std::string& entry) {
   return HasKey(entry, "TF_CONFIG") || HasKey(entry, "CUDA_VISIBLE_DEVICES") ||
-         HasKey(entry, "MIRRORED_JOB_TOKEN") || HasKey(entry, "MIRRORED_GENERATION");
+         HasKey(entry, "MIRRORED_JOB_TOKEN") || HasKey(entry, "MIRRORED_GENERATION") ||
+         HasKey(entry, "MIRRORED_TRAINING_ENDED");
 }
 
 std::string Join(const std::vector<std::string>& parts, const char* sep) {

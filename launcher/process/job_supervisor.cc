@@ -30,6 +30,7 @@ struct RunningTask {
   std::optional<int> signal_sent;  // the first signal we sent it
   bool killed = false;              // we sent SIGKILL after the grace period
   bool stalled = false;             // an evaluator stopped for printing nothing after training ended
+  int restarts = 0;                 // an evaluator's restarts alone
   std::chrono::steady_clock::time_point last_output = std::chrono::steady_clock::now();
   std::optional<TaskResult> result;
 };
@@ -102,6 +103,44 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
       CloseFd(t.out_fd);
       CloseFd(t.log_fd);
     }
+  };
+
+  // Starts the evaluator `t` again after it failed by itself: what its
+  // pipe still holds is logged first. False when it cannot be started (its
+  // failure then stands).
+  auto restart_evaluator = [&](RunningTask& t, const ProcessExit& exit, bool training_ended) {
+    char buf[65536];
+    while (t.out_fd >= 0) {
+      ssize_t n = read(t.out_fd, buf, sizeof(buf));
+      if (n > 0) {
+        t.tee->Append(std::string_view(buf, static_cast<size_t>(n)));
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else {
+        CloseFd(t.out_fd);  // EOF, or nothing more yet: a survivor's late output is not waited for
+      }
+    }
+    t.tee->Finish();
+    const std::string what = t.launch->name + " ended with " + exit.ToString() + "; starting it again (restart " +
+                             std::to_string(t.restarts + 1) + " of " + std::to_string(options_.evaluator_restarts) +
+                             "): training goes on, and it resumes after the last checkpoint it evaluated";
+    if (console_ != nullptr) console_->WriteLine("[mirrored-launch] ", what);
+    std::vector<std::string> env = t.launch->env;
+    if (training_ended) env.push_back("MIRRORED_TRAINING_ENDED=1");
+    auto child = ChildProcess::Spawn(t.launch->argv, env);
+    if (!child.ok()) {
+      if (console_ != nullptr) {
+        console_->WriteLine("[mirrored-launch] ", "cannot start " + t.launch->name + " again: " + child.status().message());
+      }
+      return false;
+    }
+    ++t.restarts;
+    t.out_fd = child->TakeOutputFd();
+    t.child.emplace(std::move(child).value());
+    t.signal_sent.reset();
+    t.killed = false;
+    t.last_output = Clock::now();
+    return true;
   };
 
   // Start every task; a task that cannot start stops the ones before it.
@@ -211,6 +250,16 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
       if (!exit) continue;
       // Whatever the leader left behind in its group goes with it.
       t.child->SignalGroup(SIGKILL);
+      if (!t.launch->is_training && !exit->success() && !t.signal_sent && !t.stalled && !outcome.stop_signal &&
+          !kill_deadline && exit->exit_code != kExitUsage && t.restarts < options_.evaluator_restarts) {
+        bool any_training = false, training_ended = true;
+        for (const auto& o : running) {
+          if (!o.launch->is_training) continue;
+          any_training = true;
+          training_ended = training_ended && o.result && o.result->exit.success();
+        }
+        if (restart_evaluator(t, *exit, any_training && training_ended)) continue;
+      }
       TaskResult r;
       r.name = t.launch->name;
       r.is_training = t.launch->is_training;

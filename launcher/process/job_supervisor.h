@@ -14,8 +14,9 @@
 // - The first training task to end badly (non-zero code or a signal not sent
 //   by us) is the failure; the others are then stopped and their exits are
 //   recorded as stopped_by_supervisor.
-// - An evaluator that fails does not stop training; it makes the job fail
-//   only if training succeeded.
+// - An evaluator that fails does not stop training. It is started again,
+//   alone, up to evaluator_restarts times (not after exit 2: bad usage);
+//   past that it makes the job fail only if training succeeded.
 // - RequestStop(sig) passes sig on to every task, waits the grace period, then
 //   SIGKILLs what is left; the outcome's exit code is 128 + sig.
 #pragma once
@@ -64,6 +65,12 @@ struct SupervisorOptions {
   // checkpoint): it is stopped, and the job fails with its exit, instead of
   // the finished job staying open for ever.
   std::chrono::milliseconds evaluator_stall_timeout{300000};
+  // How many times an evaluator that fails by itself is started again, alone,
+  // in one Run (training goes on undisturbed; the new one resumes after the
+  // last checkpoint the evaluator lease records as evaluated). A restart
+  // after every training task has exited 0 gets MIRRORED_TRAINING_ENDED=1:
+  // the run directory's training-done record is this job's.
+  int evaluator_restarts = 0;
 };
 
 class JobSupervisor {

@@ -92,5 +92,22 @@ TEST_F(JobRunnerTest, StartErrorsGiveExitCodeTwo) {
   EXPECT_NE(Console().find("[mirrored-launch] error: task worker:0: cannot start"), std::string::npos);
 }
 
+// Training succeeded and only the evaluator failed (after the supervisor's
+// own restarts of it): a new generation would train nothing.
+TEST_F(JobRunnerTest, AnEvaluatorFailureAloneDoesNotRestartTheJob) {
+  JobRunner runner(supervisor_.get(), console_.get(), {.max_restarts = 2});
+  int code = runner.Run([](int) {
+    TaskLaunch w{.name = "worker:0", .argv = {"/bin/sh", "-c", "exit 0"}, .env = {"PATH=/usr/bin:/bin"}};
+    TaskLaunch e{.name = "evaluator:0", .is_training = false, .argv = {"/bin/sh", "-c", "exit 6"},
+                 .env = {"PATH=/usr/bin:/bin"}};
+    return std::vector<TaskLaunch>{w, e};
+  });
+  EXPECT_EQ(code, 6);
+  EXPECT_EQ(runner.generations_run(), 1);
+  EXPECT_NE(Console().find("not restarting the job: training succeeded and only evaluator:0 failed"),
+            std::string::npos)
+      << Console();
+}
+
 }  // namespace
 }  // namespace mirrored

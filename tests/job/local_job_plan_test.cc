@@ -30,7 +30,7 @@ TEST(LocalJobPlanTest, EveryTaskGetsItsTfConfigTokenAndArguments) {
   auto plan = PlanLocalJob(o);
   ASSERT_TRUE(plan.ok()) << plan.status();
   auto tasks = plan->Tasks(3, {"PATH=/bin", "TF_CONFIG=stale", "MIRRORED_JOB_TOKEN=old", "HOME=/h",
-                               "MIRRORED_GENERATION=9", "MIRRORED_DATA_CACHE=/c"});
+                               "MIRRORED_GENERATION=9", "MIRRORED_DATA_CACHE=/c", "MIRRORED_TRAINING_ENDED=1"});
   ASSERT_EQ(tasks.size(), 3u);
   EXPECT_EQ(tasks[0].name, "worker:0");
   EXPECT_EQ(tasks[1].name, "worker:1");
@@ -48,6 +48,10 @@ TEST(LocalJobPlanTest, EveryTaskGetsItsTfConfigTokenAndArguments) {
     EXPECT_EQ(EnvValue(t, "MIRRORED_GENERATION"), "3");
     EXPECT_EQ(EnvValue(t, "PATH"), "/bin");
     EXPECT_EQ(EnvValue(t, "MIRRORED_DATA_CACHE"), "/c");  // the user's own settings pass through
+    // Only the supervisor says that training ended (to a restarted evaluator).
+    EXPECT_FALSE(std::any_of(t.env.begin(), t.env.end(), [](const std::string& e) {
+      return e.rfind("MIRRORED_TRAINING_ENDED=", 0) == 0;
+    }));
     EXPECT_EQ(EnvValue(t, "CUDA_VISIBLE_DEVICES"), "");
     EXPECT_EQ(t.argv, (std::vector<std::string>{"/bin/true", "--model", "mlp", "--run-dir",
                                                 "/tmp/run", "--cpu-replicas", "2"}));

@@ -213,6 +213,67 @@ TEST_F(JobSupervisorTest, EarlySuccessIsNotAFailureAndEvaluatorFailureDoesNotSto
   EXPECT_EQ(outcome->first_failure->name, "evaluator");
 }
 
+// An evaluator that fails by itself is started again, alone, while its
+// budget lasts; training is not disturbed. Each attempt appends a line to
+// $DIR/attempts; the first two fail.
+TEST_F(JobSupervisorTest, AFailedEvaluatorIsStartedAgainAloneWithinItsBudget) {
+  ASSERT_EQ(mkfifo((dir_ / "fifo").c_str(), 0600), 0);
+  JobSupervisor supervisor(console_.get(), {.grace_period = 2s, .evaluator_restarts = 2});
+  const std::string evaluator =
+      "echo \"attempt ended=${MIRRORED_TRAINING_ENDED:-no}\" >> \"$DIR/attempts\"; "
+      "n=$(wc -l < \"$DIR/attempts\"); echo \"attempt $n\"; "
+      "if [ \"$n\" -eq 2 ]; then echo go > \"$DIR/fifo\"; fi; [ \"$n\" -ge 3 ] || exit 7";
+  auto outcome = supervisor.Run({
+      // Training ends only once the second attempt runs.
+      Shell("worker:0", "read x < \"$DIR/fifo\"; echo trained"),
+      Shell("evaluator:0", evaluator, /*training=*/false),
+  });
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->exit_code, 0);
+  EXPECT_FALSE(outcome->first_failure.has_value());
+  EXPECT_TRUE(Result(*outcome, "worker:0").exit.success());
+  const std::string attempts = Slurp(dir_ / "attempts");
+  EXPECT_EQ(attempts.substr(0, 2 * std::string("attempt ended=no\n").size()), "attempt ended=no\nattempt ended=no\n")
+      << attempts;
+  const std::string console = Slurp(dir_ / "console");
+  EXPECT_NE(console.find("evaluator:0 ended with exit code 7; starting it again (restart 1 of 2)"), std::string::npos)
+      << console;
+  EXPECT_NE(console.find("(restart 2 of 2)"), std::string::npos) << console;
+  // Every attempt's output reaches the one log file.
+  EXPECT_EQ(Slurp(dir_ / "evaluator:0.log"), "attempt 1\nattempt 2\nattempt 3\n");
+}
+
+// After training ended well, a restarted evaluator is told so
+// (MIRRORED_TRAINING_ENDED=1: the run directory's training-done record is
+// this job's). Past its budget, its failure is the job's; exit 2 (bad usage)
+// is never retried.
+TEST_F(JobSupervisorTest, AnEvaluatorRestartedAfterTrainingEndedIsToldSoAndItsBudgetEnds) {
+  // The evaluator fails only once worker:0 has exited (a zombie or reaped).
+  const std::string wait_for_worker =
+      "until [ -s \"$DIR/w.pid\" ]; do sleep 0.02; done; pid=$(cat \"$DIR/w.pid\"); "
+      "while [ -e /proc/$pid ] && ! grep -q ') Z' /proc/$pid/stat; do sleep 0.02; done; ";
+  JobSupervisor supervisor(console_.get(), {.grace_period = 2s, .evaluator_restarts = 1});
+  auto outcome = supervisor.Run({
+      Shell("worker:0", "echo $$ > \"$DIR/w.pid.tmp\"; mv \"$DIR/w.pid.tmp\" \"$DIR/w.pid\"; exit 0"),
+      Shell("evaluator:0",
+            wait_for_worker + "echo \"ended=${MIRRORED_TRAINING_ENDED:-no}\" >> \"$DIR/attempts\"; exit 7",
+            /*training=*/false),
+  });
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(Slurp(dir_ / "attempts"), "ended=no\nended=1\n");
+  EXPECT_EQ(outcome->exit_code, 7);
+  ASSERT_TRUE(outcome->first_failure.has_value());
+  EXPECT_EQ(outcome->first_failure->name, "evaluator:0");
+
+  fs::remove(dir_ / "attempts");
+  JobSupervisor strict(console_.get(), {.grace_period = 2s, .evaluator_restarts = 3});
+  auto usage = strict.Run({Shell("worker:0", "exit 0"),
+                           Shell("evaluator:0", "echo x >> \"$DIR/attempts\"; exit 2", /*training=*/false)});
+  ASSERT_TRUE(usage.ok()) << usage.status();
+  EXPECT_EQ(usage->exit_code, 2);
+  EXPECT_EQ(Slurp(dir_ / "attempts"), "x\n");
+}
+
 // Training has ended well and the evaluator prints nothing (frozen, or
 // blocked on a dead file server): it is stopped after the stall timeout and
 // the job fails with its exit, instead of staying open for ever. An evaluator

@@ -294,6 +294,19 @@ TEST_F(CheckpointResumeTest, FinishedJobStartedAgainWithItsEvaluatorEndsAtOnce) 
   EXPECT_NE(alone.output.find("the job's last checkpoint, ckpt-20, was evaluated before"), std::string::npos)
       << alone.output;
 
+  // So does one that mirrored-launch starts again after training ended
+  // (MIRRORED_TRAINING_ENDED=1): beside a job it would otherwise give a
+  // record found at its start 60 s to change (a chief about to extend the
+  // run), which the 30 s limit here would not allow.
+  ProcessRun restarted =
+      RunProcess({kBin + "/mirrored-worker", "--run-dir", run.string(), "--poll-interval", "0.2"}, "", 30s,
+                 {R"(TF_CONFIG={"cluster":{"worker":["127.0.0.1:1"]},"task":{"type":"evaluator","index":0}})",
+                  "MIRRORED_GENERATION=0", "MIRRORED_TRAINING_ENDED=1"});
+  ASSERT_TRUE(restarted.exit.has_value()) << "the restarted evaluator did not end:\n" << restarted.output;
+  EXPECT_TRUE(restarted.exit->success()) << restarted.output;
+  EXPECT_NE(restarted.output.find("the job's last checkpoint, ckpt-20, was evaluated before"), std::string::npos)
+      << restarted.output;
+
   ProcessRun extended = RunProcess(job("40"));
   ASSERT_TRUE(extended.exit && extended.exit->success()) << extended.output;
   EXPECT_NE(extended.output.find("[evaluator:0] evaluated checkpoint ckpt-30"), std::string::npos) << extended.output;

@@ -155,8 +155,12 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
   // evaluator started by mirrored-launch runs beside training tasks that may
   // be about to extend a finished run: a record it found at its start ends it
   // only after kQuietGrace with nothing new (no checkpoint, no new record).
-  // One started on its own trusts any record.
-  const bool beside_a_job = std::getenv("MIRRORED_GENERATION") != nullptr;
+  // One started on its own trusts any record, and so does one the launcher
+  // started again after every training task ended well
+  // (MIRRORED_TRAINING_ENDED): the record is that job's.
+  const char* training_ended = std::getenv("MIRRORED_TRAINING_ENDED");
+  const bool beside_a_job = std::getenv("MIRRORED_GENERATION") != nullptr &&
+                            !(training_ended != nullptr && std::string_view(training_ended) == "1");
   auto quiet_since = Clock::now();
   std::map<int64_t, Status> unreadable;  // checkpoints skipped as damaged or gone, and why
   MIRRORED_LOG(INFO) << "evaluator following " << options.run_dir << "/checkpoints every " << options.poll_interval_sec
