@@ -1,5 +1,6 @@
 #include "launcher/job/job_runner.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace mirrored {
@@ -28,10 +29,13 @@ int JobRunner::Run(const TaskFactory& tasks_for_generation) {
     Report(FormatFailureReport(*outcome));
     if (outcome->stop_signal) return outcome->exit_code;
     if (outcome->first_failure && !outcome->first_failure->is_training) {
-      // Training succeeded; the evaluator alone failed (after its own
-      // restarts, if any were allowed): a new generation would train nothing.
-      Report("not restarting the job: training succeeded and only " + outcome->first_failure->name +
-             " failed" +
+      // Training succeeded (or runs on other hosts); the evaluator alone
+      // failed, after its own restarts if any were allowed: a new generation
+      // would train nothing.
+      const bool trained_here = std::any_of(outcome->tasks.begin(), outcome->tasks.end(),
+                                            [](const TaskResult& r) { return r.is_training; });
+      Report("not restarting the job: " + std::string(trained_here ? "training succeeded and only " : "") +
+             outcome->first_failure->name + " failed" +
              (options_.max_restarts > 0 ? " (it was started again " + std::to_string(options_.max_restarts) +
                                               " time" + (options_.max_restarts == 1 ? "" : "s") + " on its own)"
                                         : "; --max-restarts K starts it again on its own, up to K times") +
