@@ -91,6 +91,10 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
     PrintDryRun({*first}, out);
     return kExitSuccess;
   }
+  if (Status free = CheckRunDirFree(resolved_run_dir_); first->is_training && !free.ok()) {
+    err << "mirrored-launch: error: " << free.message() << "\n";
+    return ExitCodeFor(free);
+  }
   if (run_dir_.empty()) {
     // Created only now that the task is planned (and not for --dry-run).
     auto made = MakeDefaultRunDir();

@@ -82,6 +82,10 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
     PrintDryRun(plan->Tasks(0, env), out);
     return kExitSuccess;
   }
+  if (Status free = CheckRunDirFree(options.run_dir); !free.ok()) {
+    err << "mirrored-launch: error: " << free.message() << "\n";
+    return ExitCodeFor(free);
+  }
   err << "mirrored-launch: local job: " << plan->workers() << " worker(s)" << (evaluator_ ? " + evaluator" : "")
       << ", run directory " << options.run_dir << ", coordination service at " << plan->coordinator_address()
       << "\n";

@@ -12,8 +12,10 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "launcher/job/local_job_plan.h"
+#include "worker/checkpoint/run_dir_lock.h"
 
 namespace mirrored {
 namespace {
@@ -56,6 +58,14 @@ int RunSupervised(const SupervisedRunOptions& options, const JobRunner::TaskFact
   StopSignalScope signals(&supervisor);
   JobRunner runner(&supervisor, &report, {.max_restarts = options.max_restarts});
   return runner.Run(tasks);
+}
+
+Status CheckRunDirFree(const std::string& run_dir) {
+  if (std::optional<std::string> holder = RunDirLock::HeldOnThisMachine(run_dir)) {
+    return InvalidArgumentError("--run-dir " + run_dir + " is in use by another job (its chief: " + *holder +
+                                "): give another --run-dir, or wait for that job to end");
+  }
+  return OkStatus();
 }
 
 void PrintDryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out) {

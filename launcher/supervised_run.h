@@ -36,6 +36,14 @@ std::string ResolveWorkerBinary(const std::string& flag_value);
 // given). InvalidArgument saying where the flag belongs.
 Status CheckWorkerArgs(const std::vector<std::string>& worker_args, bool launcher_sets_cpu_replicas);
 
+// A training job started on RUN_DIR while another job's chief on this
+// machine holds it would only fail (its chief refuses, exit 2) after its
+// tasks wrote into the other job's logs: InvalidArgument naming the holder,
+// before anything starts. A holder on another machine is left to the chief
+// (it may be a dead node's lock on a network file system, which the chief
+// waits out).
+Status CheckRunDirFree(const std::string& run_dir);
+
 // "runs/20261122-031500": the default run directory's name (for --dry-run).
 std::string DefaultRunDir();
 // Creates a new default run directory: DefaultRunDir(), or with "-2", "-3",

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 
 #include "worker/checkpoint/run_dir_lock.h"
@@ -40,6 +41,26 @@ TEST_F(RunDirFilesTest, SecondChiefIsRefusedNamingTheFirstUntilItsLockIsGone) {
   { RunDirLock released = std::move(first).value(); }
   auto third = RunDirLock::Acquire(dir_.string());
   EXPECT_TRUE(third.ok()) << third.status();
+}
+
+// mirrored-launch's look before it starts a job: takes no lock, names the
+// holder while one on this machine holds it, nothing once it is gone.
+TEST_F(RunDirFilesTest, HeldOnThisMachineNamesTheHolderWithoutLocking) {
+  EXPECT_FALSE(RunDirLock::HeldOnThisMachine(dir_.string()).has_value());  // no directory
+  std::optional<RunDirLock> first;
+  {
+    auto acquired = RunDirLock::Acquire(dir_.string());
+    ASSERT_TRUE(acquired.ok()) << acquired.status();
+    first.emplace(std::move(acquired).value());
+  }
+  auto holder = RunDirLock::HeldOnThisMachine(dir_.string());
+  ASSERT_TRUE(holder.has_value());
+  EXPECT_EQ(holder->rfind("pid " + std::to_string(getpid()) + " on host ", 0), 0u) << *holder;
+  first.reset();
+  EXPECT_FALSE(RunDirLock::HeldOnThisMachine(dir_.string()).has_value());  // the file stays, unlocked
+  EXPECT_TRUE(fs::exists(dir_ / "checkpoints" / "chief.lock"));
+  auto again = RunDirLock::Acquire(dir_.string());  // looking took no lock
+  EXPECT_TRUE(again.ok()) << again.status();
 }
 
 // A holder on another host may have died with the lock on a network file

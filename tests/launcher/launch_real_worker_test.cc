@@ -205,6 +205,34 @@ TEST_F(LaunchRealWorkerTest, KilledWorkerWithoutRestartsIsReportedAndEveryWorker
   EXPECT_TRUE(WorkerPids(run).empty());
 }
 
+// A second job on a run directory that a job on this machine trains in is
+// refused by its launcher before anything starts (exit 2, naming the first
+// job's chief), so none of its lines land in the first job's task logs; the
+// first job goes on to its end.
+TEST_F(LaunchRealWorkerTest, SecondJobOnABusyRunDirIsRefusedBeforeItWritesAnyLog) {
+  const fs::path run = dir_ / "run";
+  Launch first(Job(run, {}, /*max_steps=*/100000));  // still training when the second starts
+  ASSERT_TRUE(first.ReadUntil("[worker:0] step 5/", 30s)) << first.output();
+  Launch second(Job(run, {"--evaluator"}));
+  auto refused = second.Finish(30s);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->ShellCode(), 2) << second.output();
+  EXPECT_NE(second.output().find("mirrored-launch: error: --run-dir " + run.string() +
+                                 " is in use by another job (its chief: pid "),
+            std::string::npos)
+      << second.output();
+  EXPECT_EQ(second.output().find("[worker:"), std::string::npos) << "a task was started:\n" << second.output();
+  ASSERT_EQ(kill(first.child().pid(), SIGINT), 0);
+  auto stopped = first.Finish(10s);
+  ASSERT_TRUE(stopped.has_value());
+  EXPECT_EQ(stopped->ShellCode(), 130) << first.output();
+  std::ifstream in(run / "logs" / "worker:0.log");
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(log.find("step 5/"), std::string::npos) << log;
+  EXPECT_EQ(log.find("in use by another job"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(run / "logs" / "evaluator:0.log"));
+}
+
 TEST_F(LaunchRealWorkerTest, SigintStopsRealTrainingWith130WithinTheGracePeriod) {
   const fs::path run = dir_ / "run";
   // Long enough that it is still training when interrupted.

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -102,6 +104,27 @@ StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir, std::chrono
     return InvalidArgumentError("--run-dir " + run_dir + ": cannot write " + path + ": " + std::strerror(err));
   }
   return RunDirLock(fd);
+}
+
+std::optional<std::string> RunDirLock::HeldOnThisMachine(const std::string& run_dir) {
+  const std::string path = JoinPath(CheckpointsDir(run_dir), kChiefLockFileName);
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return std::nullopt;
+  // /proc/locks: "1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234567 0 EOF", the
+  // file named by major:minor (hex) and inode.
+  char id[64];
+  std::snprintf(id, sizeof(id), " %02x:%02x:%llu ", major(st.st_dev), minor(st.st_dev),
+                static_cast<unsigned long long>(st.st_ino));
+  std::ifstream locks("/proc/locks");
+  bool held = false;
+  for (std::string line; !held && std::getline(locks, line);) {
+    held = line.find("FLOCK") != std::string::npos && (line + " ").find(id) != std::string::npos;
+  }
+  if (!held) return std::nullopt;
+  std::ifstream in(path);
+  std::string holder;
+  std::getline(in, holder);
+  return holder.empty() ? std::string("unknown") : holder;
 }
 
 RunDirLock::RunDirLock(RunDirLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}

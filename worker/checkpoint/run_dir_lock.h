@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
@@ -33,6 +34,12 @@ class RunDirLock {
   // RUN_DIR or its checkpoints/ cannot be created or written.
   static StatusOr<RunDirLock> Acquire(const std::string& run_dir,
                                       std::chrono::milliseconds remote_wait = std::chrono::milliseconds(0));
+
+  // Whether a process on this machine holds RUN_DIR's lock now (read from
+  // /proc/locks; takes no lock, so it cannot get in a chief's way): its
+  // holder line, or nullopt when free, held from another machine, or absent.
+  // For mirrored-launch, to refuse a second job before it opens a log file.
+  static std::optional<std::string> HeldOnThisMachine(const std::string& run_dir);
 
   RunDirLock(RunDirLock&& other) noexcept;
   RunDirLock& operator=(RunDirLock&& other) noexcept;
