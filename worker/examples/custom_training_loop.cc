@@ -1,13 +1,15 @@
 // A custom training step on mirrored's library API, the C++ counterpart of
 // the tutorials' tf.distribute custom loop. Run it alone (all local CPU
-// replicas) or as a task of a job (TF_CONFIG from mirrored-launch):
-//   custom_training_loop [--replicas N] [--steps N] [--device auto|cpu|gpu]   (other flags are ignored)
-// --replicas is the CPU replica count; GPU replicas are one per visible GPU.
+// replicas) or as a task of a job (TF_CONFIG from mirrored-launch, which may
+// pass --cpu-replicas and --run-dir; other flags are ignored):
+//   custom_training_loop [--cpu-replicas N] [--steps N] [--device auto|cpu|gpu]
+// GPU replicas are one per visible GPU.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "common/cluster/tf_config_parser.h"
+#include "mirrored/config.h"
 #include "worker/data/batch_prefetcher.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/model/model.h"
@@ -16,31 +18,40 @@
 
 using namespace mirrored;
 
+int Fail(const Status& s) {
+  std::fprintf(stderr, "custom_training_loop: %s\n", s.ToString().c_str());
+  return ExitCodeFor(s);
+}
+
 int main(int argc, char** argv) {
   int replicas = 2, steps = 200;
   std::string device = "cpu";
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) == "--replicas") replicas = std::atoi(argv[i + 1]);
-    if (std::string(argv[i]) == "--steps") steps = std::atoi(argv[i + 1]);
-    if (std::string(argv[i]) == "--device") device = argv[i + 1];
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i], value = i + 1 < argc ? argv[i + 1] : "";
+    if (flag == "--help" || flag == "--version") {
+      std::printf("custom_training_loop %s: [--cpu-replicas N] [--steps N] [--device auto|cpu|gpu]\n", kVersion);
+      return 0;
+    }
+    if (flag == "--cpu-replicas" || flag == "--replicas") replicas = std::atoi(value.c_str());
+    if (flag == "--steps") steps = std::atoi(value.c_str());
+    if (flag == "--device") device = value;
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each progress line reaches the launcher as printed
   const uint64_t batch_per_replica = 32;
 
   auto config = ResolveTfConfig(std::nullopt);         // TF_CONFIG, or one local task
+  if (!config.ok()) return Fail(config.status());
   auto data = data::FashionMnist::Load(data::FashionMnist::kDefaultDir);
-  if (!config.ok() || !data.ok()) return 2;
+  if (!data.ok()) return Fail(data.status());
   StrategyOptions options = StrategyOptions::FromEnvironment();  // the launcher's job token, restarts
   auto kind = ParseDeviceKind(device);
-  if (!kind.ok()) return ExitCodeFor(kind.status());
+  if (!kind.ok()) return Fail(kind.status());
   options.device = *kind;
   options.cpu_replicas = replicas;
   auto strategy = MirroredStrategy::Create(*config, options);
+  if (!strategy.ok()) return Fail(strategy.status());
   // Tasks started with other step counts would not meet in the same collectives.
-  Status joined = strategy.ok() ? (*strategy)->CheckTasksAgree({{"--steps", std::to_string(steps)}}) : strategy.status();
-  if (!joined.ok()) {
-    std::fprintf(stderr, "custom_training_loop: %s\n", joined.ToString().c_str());
-    return ExitCodeFor(joined);
-  }
+  if (Status same = (*strategy)->CheckTasksAgree({{"--steps", std::to_string(steps)}}); !same.ok()) return Fail(same);
 
   const int world = (*strategy)->num_replicas_in_sync();
   const uint64_t global_batch = batch_per_replica * world;   // GLOBAL_BATCH_SIZE
@@ -81,9 +92,8 @@ int main(int argc, char** argv) {
     return OkStatus();
   });
   if (!status.ok()) {
-    std::fprintf(stderr, "custom_training_loop: %s\n", status.ToString().c_str());
     (*strategy)->ReportError(status);  // the other tasks name this error, not a lost connection
-    return ExitCodeFor(status);
+    return Fail(status);
   }
   return ExitCodeFor((*strategy)->Shutdown());
 }
