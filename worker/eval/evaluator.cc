@@ -92,11 +92,16 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
   if (auto first = TrainingDone::Read(env, options.run_dir); first.ok() && *first) initial_run = (*first)->run;
   std::error_code ec;
   if (!std::filesystem::exists(CheckpointsDir(options.run_dir), ec)) {
-    // Normal for an evaluator started with its job; a mistyped --run-dir
-    // would otherwise wait forever in silence.
-    MIRRORED_LOG(WARNING) << CheckpointsDir(options.run_dir)
-                          << " does not exist yet: waiting for the job's chief to write checkpoints there (check "
-                             "--run-dir if no job is starting)";
+    // Normal for an evaluator that mirrored-launch started with its job (an
+    // INFO line); for one started alone, a mistyped --run-dir would
+    // otherwise wait forever in silence.
+    const std::string waiting =
+        CheckpointsDir(options.run_dir) + " does not exist yet: waiting for the job's chief to write checkpoints";
+    if (std::getenv("MIRRORED_GENERATION") != nullptr) {
+      MIRRORED_LOG(INFO) << waiting;
+    } else {
+      MIRRORED_LOG(WARNING) << waiting << " there (check --run-dir if no job is starting)";
+    }
   }
   std::filesystem::create_directories(options.run_dir, ec);
   // First of all, so that the chief keeps what this evaluator has not seen.
@@ -204,11 +209,14 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
       // in the chief's train and validation lines.
       const int64_t epoch = st.epoch + (st.step_in_epoch == 0 ? 0 : 1);
       char line[256];
+      // "final": the last checkpoint of the run that wrote it, unless a later
+      // one is already there (a run extended after it ended).
+      const bool final = st.final && info.step == pending.back().step;
       std::snprintf(line, sizeof(line), "evaluated %s checkpoint ckpt-%lld (epoch %lld): loss %.4f accuracy %.4f",
-                    st.final ? "final" : "", static_cast<long long>(info.step),
+                    final ? "final" : "", static_cast<long long>(info.step),
                     static_cast<long long>(epoch), loss, accuracy);
       std::string text(line);
-      if (!st.final) text.replace(text.find("evaluated  "), 11, "evaluated ");
+      if (!final) text.replace(text.find("evaluated  "), 11, "evaluated ");
       Print(text);
       MIRRORED_RETURN_IF_ERROR((*metrics)->Append({{"kind", "eval"}, {"step", info.step}, {"epoch", epoch},
                                                 {"loss", loss}, {"accuracy", accuracy},

@@ -358,8 +358,12 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
                                                                " repeats some of its examples and skips others"
                                                          : "");
         }
-        MIRRORED_LOG(INFO) << "resuming from " << latest->info.dir << " (step " << latest->info.step << ", epoch "
-                           << latest->info.state.epoch + 1 << ")";
+        // Epochs counted from 1, as in the progress, metrics and evaluator lines.
+        MIRRORED_LOG(INFO) << "resuming from " << latest->info.dir << " (step " << latest->info.step << ", "
+                           << (st.step_in_epoch == 0 ? "the end of epoch " + std::to_string(st.epoch)
+                                                     : "batch " + std::to_string(st.step_in_epoch) + " of epoch " +
+                                                           std::to_string(st.epoch + 1))
+                           << ")";
         resume = std::move(latest).value();
       } else if (latest.status().code() != StatusCode::kNotFound) {
         return latest.status();
@@ -436,12 +440,18 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
       // A finished job started again (or one given fewer steps): say so
       // rather than report a 0-step run.
       if (replica.is_chief()) {
-        MIRRORED_LOG(WARNING) << "nothing to train: the run directory's latest checkpoint is at step " << step
-                              << " (epoch " << position.epoch + (position.step ? 1 : 0) << "), and --epochs "
-                              << options.epochs
-                              << (options.max_steps > 0 ? " / --max-steps " + std::to_string(options.max_steps) : "")
-                              << " end at step " << total_steps
-                              << ": give a larger --epochs or --max-steps to train on, or another --run-dir";
+        // Epochs counted from 1, as in the progress and metrics lines.
+        const std::string where =
+            position.step == 0 ? "the end of epoch " + std::to_string(position.epoch)
+                               : "batch " + std::to_string(position.step) + " of epoch " + std::to_string(position.epoch + 1);
+        const std::string why =
+            position.epoch >= end_epoch || options.max_steps <= 0
+                ? "--epochs " + std::to_string(options.epochs) + " ends there: give a larger --epochs"
+                : "--max-steps " + std::to_string(options.max_steps) + " ends " +
+                      (step == total_steps ? std::string("there") : "at step " + std::to_string(total_steps)) +
+                      ": give a larger --max-steps";
+        MIRRORED_LOG(WARNING) << "nothing to train: the run directory's latest checkpoint is at step " << step << ", "
+                              << where << ", and " << why << " to train on, or another --run-dir";
       }
       std::lock_guard<std::mutex> lock(summary_mu);
       summary.nothing_to_train = true;
