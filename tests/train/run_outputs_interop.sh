@@ -75,3 +75,53 @@ assert by_kind("validation") == [20], by_kind("validation")
 assert by_kind("eval") == [10, 20], by_kind("eval")
 print("and metrics.jsonl lists each step once:", by_kind("train"))
 PY
+
+# The README's "What a checkpoint holds" is enough to use the weights
+# elsewhere: numpy alone, following its layout (HWIO kernels, [in, units]
+# dense kernels, NHWC flatten order, pixels / 255), reproduces the
+# evaluator's test-set loss and accuracy for a cnn checkpoint.
+timeout 120 "$bin/mirrored-launch" local --workers 2 --evaluator --run-dir "$dir/cnn" -- \
+  --model cnn --max-steps 20 --no-validate --poll-interval 0.1 > "$dir/out3" 2>&1 || {
+  cat "$dir/out3"; echo "FAILED: the cnn job did not succeed" >&2; exit 1; }
+"$py" - "$dir/cnn" "${MIRRORED_DATA_DIR:-/usr/share/datasets/fashion-mnist}" <<'PY'
+import gzip, json, sys
+import numpy as np
+from safetensors.numpy import load_file
+
+run, data = sys.argv[1], sys.argv[2]
+def idx(name):
+    raw = gzip.open(data + "/" + name).read()
+    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(raw[3])]
+    return np.frombuffer(raw, np.uint8, offset=4 + 4 * len(dims)).reshape(dims)
+x_all = idx("t10k-images-idx3-ubyte.gz").astype(np.float32)[..., None] / 255  # NHWC
+y_all = idx("t10k-labels-idx1-ubyte.gz").astype(np.int64)
+evals = [json.loads(l) for l in open(run + "/metrics.jsonl") if '"kind":"eval"' in l]
+final = [e for e in evals if e["step"] == 20]
+assert final, evals
+w = load_file(run + "/checkpoints/ckpt-20/model.safetensors")
+
+def conv_relu(x, k, b):  # valid padding, stride 1; k is HWIO
+    win = np.lib.stride_tricks.sliding_window_view(x, k.shape[:2], axis=(1, 2))  # n, h', w', c, kh, kw
+    return np.maximum(np.einsum("nhwcij,ijco->nhwo", win, k, optimize=True) + b, 0)
+def pool(x):
+    n, h, wd, c = x.shape
+    return x[:, :h // 2 * 2, :wd // 2 * 2].reshape(n, h // 2, 2, wd // 2, 2, c).max(axis=(2, 4))
+
+loss_sum, correct = 0.0, 0
+for i in range(0, len(y_all), 1000):
+    x, y = x_all[i:i + 1000], y_all[i:i + 1000]
+    h = pool(conv_relu(x, w["conv1/kernel"], w["conv1/bias"]))
+    h = pool(conv_relu(h, w["conv2/kernel"], w["conv2/bias"]))
+    h = h.reshape(len(h), -1)  # NHWC flattened in (H, W, C) order
+    h = np.maximum(h @ w["dense1/kernel"] + w["dense1/bias"], 0)
+    logits = (h @ w["dense2/kernel"] + w["dense2/bias"]).astype(np.float64)
+    m = logits.max(axis=1, keepdims=True)
+    logp = logits - m - np.log(np.exp(logits - m).sum(axis=1, keepdims=True))
+    loss_sum -= logp[np.arange(len(y)), y].sum()
+    correct += int((logits.argmax(axis=1) == y).sum())
+loss, acc = loss_sum / len(y_all), correct / len(y_all)
+e = final[0]
+print("numpy from ckpt-20: loss %.5f accuracy %.4f; the evaluator: loss %.5f accuracy %.4f" % (loss, acc, e["loss"], e["accuracy"]))
+assert abs(loss - e["loss"]) < 1e-3 * max(1.0, e["loss"]), (loss, e["loss"])
+assert abs(acc - e["accuracy"]) <= 2e-4, (acc, e["accuracy"])
+PY
