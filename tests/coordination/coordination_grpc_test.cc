@@ -178,6 +178,25 @@ TEST_F(CoordinationGrpcTest, WrongTokenIsRefusedAndLearnsNothing) {
   EXPECT_EQ(service_->task_state("chief:0"), TaskState::kUnregistered);
 }
 
+// From the chief's side, a host started with another token looks like one
+// that never started: the registration timeout names the refused callers.
+TEST_F(CoordinationGrpcTest, RegistrationTimeoutNamesHostsRefusedForTheirToken) {
+  StartService(2, /*registration_timeout_ms=*/1500);
+  CoordinationAgent chief(AgentOptions("chief:0"));
+  auto chief_result = std::async(std::launch::async, [&] { return chief.Connect(); });
+  CoordinationAgentOptions other = AgentOptions("worker:0");
+  other.job_token = "another-token";
+  other.registration_timeout_ms = 1000;
+  Status refused = CoordinationAgent(other).Connect();
+  EXPECT_EQ(refused.code(), StatusCode::kUnauthenticated) << refused;
+  Status s = chief_result.get();
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s;
+  EXPECT_NE(s.message().find("tasks never registered: worker:0"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("calls refused for a missing or wrong job token came from 127.0.0.1 ("),
+            std::string::npos)
+      << s;
+}
+
 TEST_F(CoordinationGrpcTest, PortInUseIsAClearError) {
   StartService(1);
   auto other = CoordinationServer::Start(server_->bound_address(), kToken, service_.get());

@@ -132,6 +132,7 @@ grpc::Status CoordinationRpcHandler::CheckToken(grpc::CallbackServerContext* ctx
       TokensEqual(std::string_view(it->second.data(), it->second.size()), job_token_)) {
     return grpc::Status::OK;
   }
+  service_->NoteRefusedCall(ctx->peer());
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                       "the coordination service refused the call: missing or wrong job token "
                       "(set MIRRORED_JOB_TOKEN to the job's token)");

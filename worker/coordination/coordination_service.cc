@@ -10,6 +10,16 @@
 namespace mirrored::coordination {
 namespace {
 
+// gRPC's peer "ipv4:10.0.0.2:41234" -> "10.0.0.2", "ipv6:[::1]:41234" ->
+// "[::1]"; anything else as it is.
+std::string PeerHost(std::string peer) {
+  if (peer.rfind("ipv4:", 0) != 0 && peer.rfind("ipv6:", 0) != 0) return peer;
+  peer.erase(0, 5);
+  const size_t port = peer.rfind(':');
+  if (port != std::string::npos && port > 0 && (peer.front() != '[' || peer[port - 1] == ']')) peer.resize(port);
+  return peer;
+}
+
 int64_t SteadyNowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -418,6 +428,26 @@ std::string CoordinationService::TasksNotIn(const std::set<int>& arrived, bool s
   return out;
 }
 
+void CoordinationService::NoteRefusedCall(const std::string& peer) {
+  const std::string host = PeerHost(peer);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (refused_hosts_.size() >= 16 && !refused_hosts_.count(host)) return;  // enough to name the culprits
+  if (refused_hosts_[host]++ == 0) {
+    MIRRORED_LOG(WARNING) << "refused a call from " << host
+                          << ": missing or wrong job token (every task of the job needs the same MIRRORED_JOB_TOKEN)";
+  }
+}
+
+std::string CoordinationService::RefusedNoteLocked() const {
+  if (refused_hosts_.empty()) return "";
+  std::string hosts;
+  for (const auto& [host, calls] : refused_hosts_) {
+    hosts += (hosts.empty() ? "" : ", ") + host + " (" + std::to_string(calls) + (calls == 1 ? " call)" : " calls)");
+  }
+  return "; calls refused for a missing or wrong job token came from " + hosts +
+         ": every task of the job needs the same MIRRORED_JOB_TOKEN";
+}
+
 void CoordinationService::CheckDeadlines() {
   const int64_t now = options_.now_ms();
   Deferred deferred;
@@ -433,7 +463,7 @@ void CoordinationService::CheckDeadlines() {
           "registration timed out after " + std::to_string(options_.registration_timeout_ms) +
           " ms: tasks never registered: " + TasksNotIn(registered, false) + " (" +
           std::to_string(registered.size()) + " of " + std::to_string(tasks_.size()) +
-          " registered); check that they were started and can reach the chief");
+          " registered); check that they were started and can reach the chief" + RefusedNoteLocked());
       MIRRORED_LOG(ERROR) << registration_error_->message();
       for (auto& [i, done] : pending_registrations_) {
         deferred.push_back([done = std::move(done), s = *registration_error_] { done(s); });

@@ -133,6 +133,12 @@ class CoordinationService {
   // shutdown_timeout_ms; Aborted (the job error); InvalidArgument.
   void ShutdownTaskAsync(const std::string& task, uint64_t incarnation, StatusCallback done);
 
+  // A call refused for a missing or wrong job token, from `peer` (gRPC's
+  // "ipv4:10.0.0.2:41234"): the first from each host is logged, and a
+  // registration timeout names them, since a host started with another
+  // token looks from here like a host that never started.
+  void NoteRefusedCall(const std::string& peer);
+
   // Heartbeat staleness and every deadline (registration, barriers, key-value
   // waits, exit barrier) against now_ms().
   void CheckDeadlines();
@@ -170,6 +176,8 @@ class CoordinationService {
   void CompleteRegistrationLocked(Deferred* deferred);
   void MaybeFinishShutdownLocked(Deferred* deferred);
   std::string TasksNotIn(const std::set<int>& arrived, bool skip_failed) const;
+  // "; calls refused ... came from <hosts>", or "" when none. Requires mu_.
+  std::string RefusedNoteLocked() const;
   static void Run(Deferred& deferred);
 
   const CoordinationServiceOptions options_;
@@ -189,6 +197,7 @@ class CoordinationService {
   std::vector<StatusCallback> shutdown_waiters_;
   int64_t shutdown_deadline_ms_ = 0;
   bool stopped_ = false;
+  std::map<std::string, int64_t> refused_hosts_;  // calls refused for the token, by host
 
   std::condition_variable stop_cv_;
   std::thread deadline_thread_;
