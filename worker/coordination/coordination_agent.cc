@@ -220,7 +220,16 @@ Status CoordinationAgent::ServiceLost(const Status& cause) const {
                       " (the task hosting it has probably died): " + cause.ToString());
 }
 
-void CoordinationAgent::SetError(const Status& error) {
+void CoordinationAgent::SetError(const Status& reported) {
+  // The job error names this very task when the service gave up on it (a
+  // heartbeat timeout while this process was stopped or frozen): say so,
+  // rather than blame "task <this one>" as if it were a peer.
+  Status error = reported;
+  const std::string self = "task " + options_.task_name + " failed at ";
+  if (reported.code() == StatusCode::kAborted && reported.message().rfind(self, 0) == 0) {
+    error = AbortedError("the coordination service declared this task (" + options_.task_name + ") failed at " +
+                         reported.message().substr(self.size()) + "; the other tasks have stopped");
+  }
   ErrorCallback callback;
   {
     std::lock_guard<std::mutex> lock(mu_);
