@@ -221,8 +221,10 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
       MIRRORED_RETURN_IF_ERROR((*metrics)->Append({{"kind", "eval"}, {"step", info.step}, {"epoch", epoch},
                                                 {"loss", loss}, {"accuracy", accuracy},
                                                 {"checkpoint", "ckpt-" + std::to_string(info.step)}}));
-      MIRRORED_RETURN_IF_ERROR((*events)->WriteScalar("eval_loss", info.step, static_cast<float>(loss)));
-      MIRRORED_RETURN_IF_ERROR((*events)->WriteScalar("eval_accuracy", info.step, static_cast<float>(accuracy)));
+      // The chief's tags, in logs/eval: TensorBoard draws the evaluation in
+      // the training curves' charts, as for an Estimator's eval directory.
+      MIRRORED_RETURN_IF_ERROR((*events)->WriteScalar("loss", info.step, static_cast<float>(loss)));
+      MIRRORED_RETURN_IF_ERROR((*events)->WriteScalar("accuracy", info.step, static_cast<float>(accuracy)));
       MIRRORED_RETURN_IF_ERROR(WhileRunning((*events)->Flush()));
       MIRRORED_RETURN_IF_ERROR(WhileRunning(EvaluatorLease::MarkEvaluated(env, options.run_dir, info.step)));
       done_step = info.step;
