@@ -88,6 +88,8 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
            "anyone who can reach it; set the same secret on every host\n";
   }
   if (dry_run_) {
+    out << "# mirrored-launch cluster --dry-run: task " << first->name << " of this host, run directory "
+        << resolved_run_dir_ << "\n";
     PrintDryRun({*first}, out);
     return kExitSuccess;
   }

@@ -22,6 +22,13 @@ int main(int argc, char** argv) {
   cluster.Register(app);
   mirrored::ExplainCommand explain;
   explain.Register(app);
+  // --version anywhere before `--` (`mirrored-launch local --version` too).
+  for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
+    if (std::string(argv[i]) == "--version") {
+      std::cout << "mirrored-launch " << mirrored::kVersion << "\n";
+      return mirrored::kExitSuccess;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -74,9 +74,11 @@ void PrintDryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out) {
     for (const auto& a : t.argv) out << " " << a;
     out << "\n";
     for (const auto& e : LauncherSetEnvironment(t)) {
-      // The token is a secret: show enough to compare, not to reuse.
-      if (e.rfind("MIRRORED_JOB_TOKEN=", 0) == 0 && e.size() > 27) {
-        out << "  env: " << e.substr(0, 23) << "... (" << e.size() - 19 << " chars)\n";
+      // The token is a secret: show enough to compare, not to reuse (none of
+      // a short one).
+      if (e.rfind("MIRRORED_JOB_TOKEN=", 0) == 0) {
+        const size_t chars = e.size() - 19;
+        out << "  env: " << e.substr(0, chars > 8 ? 23 : 19) << "... (" << chars << " chars)\n";
       } else {
         out << "  env: " << e << "\n";
       }

@@ -103,15 +103,17 @@ int RunWorker(const WorkerOptions& options) {
   char fingerprint[16];
   std::snprintf(fingerprint, sizeof(fingerprint), "%06x", summary->weights_fingerprint);
   if (summary->nothing_to_train) {
-    std::cout << "done: " << summary->steps << " steps (nothing left to train); weights fingerprint " << fingerprint
+    std::cout << "done: " << summary->steps << (summary->steps == 1 ? " step" : " steps")
+              << " (nothing left to train); weights fingerprint " << fingerprint
               << std::endl;
   } else if ((*strategy)->is_chief_task()) {
-    std::cout << "done: " << summary->steps << " steps; loss " << summary->loss << " accuracy " << summary->accuracy;
+    std::cout << "done: " << summary->steps << (summary->steps == 1 ? " step" : " steps") << "; loss " << summary->loss << " accuracy " << summary->accuracy;
     if (summary->val_accuracy >= 0) std::cout << "; val_loss " << summary->val_loss << " val_accuracy " << summary->val_accuracy;
     std::cout << "; replicas identical: " << (summary->replicas_identical ? "yes" : "NO") << "; weights fingerprint "
               << fingerprint << std::endl;
   } else {
-    std::cout << "done: " << summary->steps << " steps; weights fingerprint " << fingerprint << std::endl;
+    std::cout << "done: " << summary->steps << (summary->steps == 1 ? " step" : " steps") << "; weights fingerprint "
+              << fingerprint << std::endl;
   }
   return summary->replicas_identical ? kExitSuccess : Fail(task, InternalError("replicas diverged"));
 }

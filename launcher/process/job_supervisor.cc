@@ -398,7 +398,8 @@ std::string FormatFailureReport(const JobOutcome& outcome) {
     }
     out << "\n";
   }
-  out << "last " << f.last_lines.size() << " lines of " << f.name << ":\n";
+  out << "last " << (f.last_lines.size() == 1 ? std::string("line") : std::to_string(f.last_lines.size()) + " lines")
+      << " of " << f.name << ":\n";
   for (const auto& line : f.last_lines) out << "  | " << line << "\n";
   if (preempted) {
     out << "started again on the same run directory, the job resumes from that checkpoint, losing no step\n";

@@ -13,7 +13,7 @@ int ClusterView::IndexOf(const std::string& task) const {
 
 std::string ClusterView::DebugString() const {
   std::ostringstream os;
-  os << "generation " << generation << ": " << world_size << " replicas;";
+  os << "generation " << generation << ": " << world_size << (world_size == 1 ? " replica;" : " replicas;");
   for (size_t i = 0; i < tasks.size(); ++i) {
     os << (i ? ", " : " ") << tasks[i].name << " x" << tasks[i].device_count << " @"
        << tasks[i].rank_offset;

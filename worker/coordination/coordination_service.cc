@@ -229,7 +229,7 @@ void CoordinationService::CompleteRegistrationLocked(Deferred* deferred) {
     view_ = RegisteredView{*view, -1};
     const int64_t now = options_.now_ms();
     for (Task& t : tasks_) t.last_heartbeat_ms = now;
-    MIRRORED_LOG(INFO) << "all " << tasks_.size() << " tasks registered; "
+    MIRRORED_LOG(INFO) << (tasks_.size() == 1 ? "the task registered; " : "all " + std::to_string(tasks_.size()) + " tasks registered; ")
                        << view_->view.DebugString();
   }
   for (auto& [index, done] : pending_registrations_) {
