@@ -52,6 +52,17 @@ std::string FormatSeconds(std::chrono::milliseconds ms) {
   return buf;
 }
 
+// "==== mirrored-launch: worker:0 started 2026-11-23 03:44:43 UTC ====".
+void WriteLogHeader(int fd, const std::string& what) {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char when[32];
+  std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+  const std::string line = "==== mirrored-launch: " + what + " " + when + " ====\n";
+  (void)!write(fd, line.data(), line.size());
+}
+
 void CloseFd(int& fd) {
   if (fd >= 0) close(fd);
   fd = -1;
@@ -125,6 +136,7 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
                              std::to_string(t.restarts + 1) + " of " + std::to_string(options_.evaluator_restarts) +
                              "): training goes on, and it resumes after the last checkpoint it evaluated";
     if (console_ != nullptr) console_->WriteLine("[mirrored-launch] ", what);
+    if (t.log_fd >= 0) WriteLogHeader(t.log_fd, t.launch->name + " started again");
     std::vector<std::string> env = t.launch->env;
     if (training_ended) env.push_back("MIRRORED_TRAINING_ENDED=1");
     auto child = ChildProcess::Spawn(t.launch->argv, env);
@@ -157,6 +169,9 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
         return s;
       }
     }
+    // Runs of a job append to the same log: each starts with a dated line
+    // (the task's own lines carry the time of day only).
+    if (t.log_fd >= 0) WriteLogHeader(t.log_fd, tasks[i].name + " started");
     t.tee = std::make_unique<LineTee>("[" + tasks[i].name + "] ", console_, t.log_fd,
                                       options_.keep_last_lines);
     auto child = ChildProcess::Spawn(tasks[i].argv, tasks[i].env);

@@ -89,7 +89,9 @@ TEST_F(LaunchLocalTest, SuccessPrefixesEachTaskAndWritesItsLog) {
   for (const char* t : {"worker:0", "worker:1", "worker:2", "evaluator:0"}) {
     std::string task(t);
     EXPECT_NE(out.find("[" + task + "] task " + task + " generation 0 token 32 chars\n"), std::string::npos) << out;
-    EXPECT_EQ(ReadWholeFile(dir_ / "run/logs" / (task + ".log")), "task " + task + " generation 0 token 32 chars\n");
+    const std::string log = ReadWholeFile(dir_ / "run/logs" / (task + ".log"));
+    EXPECT_EQ(log.rfind("==== mirrored-launch: " + task + " started ", 0), 0u) << log;
+    EXPECT_EQ(log.substr(log.find('\n') + 1), "task " + task + " generation 0 token 32 chars\n");
   }
 }
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 namespace mirrored {
@@ -73,8 +74,15 @@ TEST_F(JobSupervisorTest, SuccessPrefixesEveryLineAndWritesLogs) {
   EXPECT_NE(console.find("[worker:0] b\n"), std::string::npos) << console;
   EXPECT_NE(console.find("[worker:1] c\n"), std::string::npos) << console;
   EXPECT_NE(console.find("[worker:1] no-newline\n"), std::string::npos) << console;
-  EXPECT_EQ(Slurp(dir_ / "worker:0.log"), "a\nb\n");
-  EXPECT_EQ(Slurp(dir_ / "worker:1.log"), "c\nno-newline\n");
+  // After a dated first line: every run of a job appends to the same log.
+  const std::regex header(R"(==== mirrored-launch: worker:[01] started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC ====\n)");
+  std::string log0 = Slurp(dir_ / "worker:0.log"), log1 = Slurp(dir_ / "worker:1.log");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(log0, m, header) && m.position(0) == 0) << log0;
+  EXPECT_EQ(log0.substr(m.length(0)), "a\nb\n");
+  ASSERT_TRUE(std::regex_search(log1, m, header) && m.position(0) == 0) << log1;
+  EXPECT_EQ(log1.substr(m.length(0)), "c\nno-newline\n");
+  EXPECT_EQ(console.find("===="), std::string::npos) << console;  // the log files only
 }
 
 TEST_F(JobSupervisorTest, FirstFailureStopsTheOthersAndIsReported) {
@@ -240,7 +248,10 @@ TEST_F(JobSupervisorTest, AFailedEvaluatorIsStartedAgainAloneWithinItsBudget) {
       << console;
   EXPECT_NE(console.find("(restart 2 of 2)"), std::string::npos) << console;
   // Every attempt's output reaches the one log file.
-  EXPECT_EQ(Slurp(dir_ / "evaluator:0.log"), "attempt 1\nattempt 2\nattempt 3\n");
+  const std::string log = std::regex_replace(Slurp(dir_ / "evaluator:0.log"), std::regex("(started|started again) [0-9: -]+UTC"), "$1");
+  EXPECT_EQ(log, "==== mirrored-launch: evaluator:0 started ====\nattempt 1\n"
+                 "==== mirrored-launch: evaluator:0 started again ====\nattempt 2\n"
+                 "==== mirrored-launch: evaluator:0 started again ====\nattempt 3\n");
 }
 
 // After training ended well, a restarted evaluator is told so
