@@ -66,7 +66,8 @@ StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir, std::chrono
   const std::string path = JoinPath(dir, kChiefLockFileName);
   int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return InvalidArgumentError("--run-dir " + run_dir + ": cannot open " + path + ": " + std::strerror(errno));
-  const auto deadline = std::chrono::steady_clock::now() + remote_wait;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + remote_wait;
   bool said_waiting = false;
   while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
@@ -81,12 +82,20 @@ StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir, std::chrono
     // The same machine: the kernel would have dropped the lock of a holder
     // that died, so a live job holds it.
     const bool this_host = holder.find(" on host " + HostName() + " (boot " + BootId() + ") since ") != std::string::npos;
-    if (this_host || std::chrono::steady_clock::now() >= deadline) {
+    // A holder on this machine is a live job, or one that is dying (its
+    // launcher was just killed, and the kernel is ending its tasks): only
+    // kDyingHolderWait for that.
+    const auto now = std::chrono::steady_clock::now();
+    if ((this_host && now >= start + kDyingHolderWait) || (!this_host && now >= deadline)) {
       close(fd);
       return InvalidArgumentError("--run-dir " + run_dir + " is in use by another job (its chief: " +
                                   (holder.empty() ? "unknown" : holder) + ")" +
-                                  (this_host ? "" : ", still after " + Seconds(remote_wait)) +
+                                  ", still after " + Seconds(this_host ? kDyingHolderWait : remote_wait) +
                                   ": give another --run-dir, or wait for that job to end");
+    }
+    if (this_host) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // flock has no timed wait
+      continue;
     }
     if (!said_waiting) {
       MIRRORED_LOG(WARNING) << "--run-dir " << run_dir << " is locked by a chief on another host (" << holder
@@ -107,6 +116,15 @@ StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir, std::chrono
 }
 
 std::optional<std::string> RunDirLock::HeldOnThisMachine(const std::string& run_dir) {
+  const auto deadline = std::chrono::steady_clock::now() + kDyingHolderWait;
+  std::optional<std::string> holder;
+  while ((holder = HolderOnThisMachineNow(run_dir)) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a dying job's tasks end within this
+  }
+  return holder;
+}
+
+std::optional<std::string> RunDirLock::HolderOnThisMachineNow(const std::string& run_dir) {
   const std::string path = JoinPath(CheckpointsDir(run_dir), kChiefLockFileName);
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) return std::nullopt;
