@@ -1,6 +1,7 @@
 #include "worker/summary/metrics_log.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -110,6 +111,40 @@ TEST_F(MetricsLogTest, AnIncompleteLastLineIsEndedBeforeTheNextAndDroppedBySuper
   EXPECT_EQ(Contents(), Line("train", 10).dump() + "\n");
 }
 
+// In place: a reader's or another host's open descriptor stays valid (a
+// rename over it would leave them the old file, or ESTALE on NFS).
+TEST_F(MetricsLogTest, SupersedeRewritesInPlace) {
+  Write(Line("train", 10).dump() + "\n" + Line("train", 20).dump() + "\n");
+  const auto mode = fs::status(path_).permissions();
+  struct stat before {};
+  ASSERT_EQ(::stat(path_.c_str(), &before), 0);
+  auto log = MetricsLog::Open(path_);
+  ASSERT_TRUE(log.ok());
+  ASSERT_EQ(*(*log)->SupersedeAfter(10), 1);
+  struct stat after {};
+  ASSERT_EQ(::stat(path_.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_EQ(fs::status(path_).permissions(), mode);
+  EXPECT_EQ(Contents(), Line("train", 10).dump() + "\n");
+  EXPECT_FALSE(fs::exists(path_ + ".rewrite"));
+}
+
+// A chief that died in the middle of a rewrite left its result saved as
+// metrics.jsonl.rewrite: the next start completes it before filtering.
+TEST_F(MetricsLogTest, ARewriteCutShortIsCompletedFromItsSavedResult) {
+  const std::string result = Line("train", 10).dump() + "\n" + Line("eval", 10).dump() + "\n" +
+                             Line("train", 20).dump() + "\n";
+  Write(result.substr(0, 30) + "half-overwritten tail of the old contents\n");
+  { std::ofstream(path_ + ".rewrite", std::ios::binary) << result; }
+  auto log = MetricsLog::Open(path_);
+  ASSERT_TRUE(log.ok());
+  auto removed = (*log)->SupersedeAfter(10);
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_EQ(*removed, 1);  // train 20, from the completed result
+  EXPECT_EQ(Contents(), Line("train", 10).dump() + "\n" + Line("eval", 10).dump() + "\n");
+  EXPECT_FALSE(fs::exists(path_ + ".rewrite"));
+}
+
 // The evaluator appends while the chief (another open file) supersedes:
 // every eval line ends up in the file the path names, none in a file
 // renamed over.
@@ -119,7 +154,7 @@ TEST_F(MetricsLogTest, AppendsFromAnotherWriterSurviveASupersede) {
   ASSERT_TRUE(chief.ok() && evaluator.ok());
   constexpr int kEvals = 300;
   std::thread appender([&] {
-    for (int i = 0; i < kEvals; ++i) ASSERT_TRUE((*evaluator)->Append(Line("eval", i)).ok());
+    for (int i = 0; i < kEvals; ++i) EXPECT_TRUE((*evaluator)->Append(Line("eval", i)).ok());
   });
   for (int round = 0; round < 100; ++round) {
     ASSERT_TRUE((*chief)->Append(Line("train", 1000 + round)).ok());

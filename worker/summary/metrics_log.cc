@@ -6,22 +6,66 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <thread>
+
+#include "common/logging.h"
 
 namespace mirrored {
 namespace {
 
-std::string Errno() { return std::strerror(errno); }
+std::string Errno(int err) { return std::strerror(err); }
 
-int FlockRetrying(int fd, int op) {
-  int rc;
-  do {
-    rc = ::flock(fd, op);
-  } while (rc != 0 && errno == EINTR);
-  return rc;
+int OpenForAppend(const std::string& path) {
+  return ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+}
+
+// An exclusive flock on `fd` within `wait` (polled: flock has no timed wait).
+bool LockWithin(int fd, std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if ((errno != EWOULDBLOCK && errno != EINTR) || std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+void Unlock(int fd) { (void)::flock(fd, LOCK_UN); }
+
+// Writes all of `data` at `offset` (pwrite) or, with offset < 0, at the end
+// (the fd is O_APPEND). 0 or the errno.
+int WriteAll(int fd, const std::string& data, off_t offset = -1) {
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = offset < 0 ? ::write(fd, data.data() + done, data.size() - done)
+                                 : ::pwrite(fd, data.data() + done, data.size() - done,
+                                            offset + static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    done += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+// The whole file behind `fd`, or the errno.
+int ReadAll(int fd, std::string* out) {
+  out->clear();
+  char buf[1 << 16];
+  for (off_t at = 0;;) {
+    const ssize_t n = ::pread(fd, buf, sizeof(buf), at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return 0;
+    out->append(buf, static_cast<size_t>(n));
+    at += n;
+  }
+}
+
+// Makes the file behind `fd` hold exactly `text`, durably. 0 or the errno.
+int Replace(int fd, const std::string& text) {
+  if (int err = WriteAll(fd, text, 0)) return err;
+  if (::ftruncate(fd, static_cast<off_t>(text.size())) != 0 || ::fsync(fd) != 0) return errno;
+  return 0;
 }
 
 // Whether the train/validation `line` logs a step after `step`.
@@ -38,35 +82,24 @@ bool LogsStepAfter(const std::string& line, int64_t step) {
 }  // namespace
 
 StatusOr<std::unique_ptr<MetricsLog>> MetricsLog::Open(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "a+e");
-  if (f == nullptr) return InternalError("cannot open " + path + " for appending: " + Errno());
-  return std::unique_ptr<MetricsLog>(new MetricsLog(path, f));
+  const int fd = OpenForAppend(path);
+  if (fd < 0) return InternalError("cannot open " + path + " for appending: " + Errno(errno));
+  return std::unique_ptr<MetricsLog>(new MetricsLog(path, fd));
 }
 
-MetricsLog::~MetricsLog() { std::fclose(file_); }
+MetricsLog::~MetricsLog() { ::close(fd_); }
 
-Status MetricsLog::LockCurrent() {
-  for (;;) {
-    if (FlockRetrying(fileno(file_), LOCK_EX) != 0) return InternalError("cannot lock " + path_ + ": " + Errno());
-    struct stat ours {}, named {};
-    if (::fstat(fileno(file_), &ours) != 0) {
-      Unlock();
-      return InternalError("cannot stat " + path_ + ": " + Errno());
-    }
-    if (::stat(path_.c_str(), &named) == 0 && named.st_ino == ours.st_ino && named.st_dev == ours.st_dev) {
-      return OkStatus();
-    }
-    // Renamed over (or removed) since we opened it: append to the file the
-    // path names now, as every other writer does.
-    Unlock();
-    std::FILE* f = std::fopen(path_.c_str(), "a+e");
-    if (f == nullptr) return InternalError("cannot open " + path_ + " for appending: " + Errno());
-    std::fclose(file_);
-    file_ = f;
-  }
+Status MetricsLog::ReopenIfReplaced() {
+  struct stat ours {}, named {};
+  const bool same = ::fstat(fd_, &ours) == 0 && ::stat(path_.c_str(), &named) == 0 && named.st_ino == ours.st_ino &&
+                    named.st_dev == ours.st_dev;
+  if (same) return OkStatus();
+  const int fd = OpenForAppend(path_);
+  if (fd < 0) return InternalError("cannot open " + path_ + " for appending: " + Errno(errno));
+  ::close(fd_);
+  fd_ = fd;
+  return OkStatus();
 }
-
-void MetricsLog::Unlock() { FlockRetrying(fileno(file_), LOCK_UN); }
 
 Status MetricsLog::Append(nlohmann::json record) {
   if (!record.contains("time")) {
@@ -74,44 +107,64 @@ Status MetricsLog::Append(nlohmann::json record) {
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   }
   std::string line = record.dump() + "\n";
-  std::lock_guard<std::mutex> lock(mu_);
-  MIRRORED_RETURN_IF_ERROR(LockCurrent());
+  std::lock_guard<std::mutex> guard(mu_);
+  MIRRORED_RETURN_IF_ERROR(ReopenIfReplaced());
+  const bool locked = LockWithin(fd_, kMetricsLockWait);
+  if (!locked) {
+    static std::once_flag once;
+    std::call_once(once, [&] {
+      MIRRORED_LOG(WARNING) << path_ << ": lock not granted within " << kMetricsLockWait.count() / 1000
+                            << " s (another writer stopped or hung?): appending without it";
+    });
+  }
   // A writer that died mid-line (disk full, SIGKILL) left no newline: end
   // that line rather than glue this one onto it.
   struct stat st {};
   char last = '\n';
-  if (::fstat(fileno(file_), &st) == 0 && st.st_size > 0 &&
-      ::pread(fileno(file_), &last, 1, st.st_size - 1) == 1 && last != '\n') {
+  if (::fstat(fd_, &st) == 0 && st.st_size > 0 && ::pread(fd_, &last, 1, st.st_size - 1) == 1 && last != '\n') {
     line.insert(line.begin(), '\n');
   }
-  Status result = OkStatus();
-  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
-    result = InternalError("cannot append to " + path_ + ": " + Errno());
-    std::clearerr(file_);
-  }
-  Unlock();
-  return result;
+  const int err = WriteAll(fd_, line);
+  if (locked) Unlock(fd_);
+  if (err != 0) return InternalError("cannot append to " + path_ + ": " + Errno(err));
+  return OkStatus();
 }
 
 StatusOr<int64_t> MetricsLog::SupersedeAfter(int64_t step) {
-  std::lock_guard<std::mutex> lock(mu_);
-  MIRRORED_RETURN_IF_ERROR(LockCurrent());
-  auto unlock_and = [&](Status s) -> Status {
-    Unlock();
-    return s;
-  };
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) return unlock_and(InternalError("cannot read " + path_ + ": " + Errno()));
-  std::stringstream whole;
-  whole << in.rdbuf();
-  const std::string text = whole.str();
+  std::lock_guard<std::mutex> guard(mu_);
+  // Its own descriptor: pwrite on the O_APPEND one would append.
+  const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return InternalError("cannot open " + path_ + ": " + Errno(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }  // also releases the lock
+  } closer{fd};
+  if (!LockWithin(fd, kMetricsLockWait)) {
+    MIRRORED_LOG(WARNING) << path_ << ": lock not granted within " << kMetricsLockWait.count() / 1000
+                          << " s: the lines of steps trained again stay in it";
+    return int64_t{0};
+  }
+  const std::string copy = path_ + ".rewrite";
+  std::string text;
+  if (int err = ReadAll(fd, &text)) return InternalError("cannot read " + path_ + ": " + Errno(err));
+  // A rewrite cut short (the chief died in it): its result was saved first.
+  if (int saved = ::open(copy.c_str(), O_RDONLY | O_CLOEXEC); saved >= 0) {
+    std::string result;
+    const int err = ReadAll(saved, &result);
+    ::close(saved);
+    if (err != 0) return InternalError("cannot read " + copy + ": " + Errno(err));
+    if (int e = Replace(fd, result)) return InternalError("cannot rewrite " + path_ + ": " + Errno(e));
+    MIRRORED_LOG(WARNING) << path_ << ": completed a rewrite cut short, from " << copy;
+    ::unlink(copy.c_str());
+    text = std::move(result);
+  }
+
   std::string kept;
   kept.reserve(text.size());
   int64_t removed = 0;
-  size_t begin = 0;
-  while (begin < text.size()) {
+  for (size_t begin = 0; begin < text.size();) {
     const size_t end = text.find('\n', begin);
-    if (end == std::string::npos) {  // incomplete last line
+    if (end == std::string::npos) {  // an incomplete last line
       ++removed;
       break;
     }
@@ -123,36 +176,23 @@ StatusOr<int64_t> MetricsLog::SupersedeAfter(int64_t step) {
     }
     begin = end + 1;
   }
-  if (removed == 0) {
-    Unlock();
-    return int64_t{0};
-  }
+  if (removed == 0) return int64_t{0};
 
-  const std::string tmp = path_ + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return unlock_and(InternalError("cannot create " + tmp + ": " + Errno()));
-  size_t done = 0;
-  bool ok = true;
-  while (ok && done < kept.size()) {
-    ssize_t n = ::write(fd, kept.data() + done, kept.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) done += static_cast<size_t>(n);
-  }
-  ok = ok && ::fsync(fd) == 0;
-  const std::string error = ok ? std::string() : Errno();
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path_.c_str()) != 0) {
-    const std::string why = ok ? Errno() : error;
+  // The result first, complete and durable under its own name; then the
+  // file itself, in place.
+  const std::string tmp = copy + ".tmp";
+  const int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) return InternalError("cannot create " + tmp + ": " + Errno(errno));
+  int err = WriteAll(out, kept, 0);
+  if (err == 0 && ::fsync(out) != 0) err = errno;
+  ::close(out);
+  if (err == 0 && ::rename(tmp.c_str(), copy.c_str()) != 0) err = errno;
+  if (err != 0) {
     ::unlink(tmp.c_str());
-    return unlock_and(InternalError("cannot rewrite " + path_ + ": " + why));
+    return InternalError("cannot write " + copy + ": " + Errno(err));
   }
-  // Writers waiting on the old file's lock find it renamed over and reopen.
-  Unlock();
-  std::FILE* f = std::fopen(path_.c_str(), "a+e");
-  if (f == nullptr) return InternalError("cannot open " + path_ + " for appending: " + Errno());
-  std::fclose(file_);
-  file_ = f;
+  if (int e = Replace(fd, kept)) return InternalError("cannot rewrite " + path_ + ": " + Errno(e));
+  ::unlink(copy.c_str());
   return removed;
 }
 

@@ -1,7 +1,9 @@
 // RUN_DIR/metrics.jsonl: one JSON object per line (DESIGN.md, "Run
-// directory"), appended and flushed line by line so a reader never sees half
-// a line. Used by the chief (train, validation) and the evaluator (eval),
-// which may append at the same time: every append holds an flock on the file.
+// directory"), appended with one write(2) per line so a reader never sees
+// half a line. Used by the chief (train, validation) and the evaluator
+// (eval), possibly on two machines sharing RUN_DIR: every append holds an
+// flock on the file (waited for up to kMetricsLockWait, then done without:
+// a stopped evaluator must not stop training).
 //
 //   auto log = MetricsLog::Open("runs/x/metrics.jsonl");
 //   (*log)->Append({{"kind", "train"}, {"step", 100}, {"loss", 0.41}, ...});
@@ -11,10 +13,13 @@
 // weights that no longer exist. SupersedeAfter(S) drops them (as TensorBoard
 // does with its events on a SessionLog START), so that a reader sees every
 // step once; eval lines are kept (they evaluated checkpoints that existed).
+// The file is rewritten in place (every writer's descriptor stays valid, on
+// NFS too), after a copy of the result is saved as metrics.jsonl.rewrite: a
+// rewrite cut short by a crash is completed from it at the next start.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -24,11 +29,15 @@
 
 namespace mirrored {
 
+inline constexpr std::chrono::milliseconds kMetricsLockWait{10000};
+
 class MetricsLog {
  public:
   // Opens `path` for appending (creating it). Errors: Internal naming it.
   static StatusOr<std::unique_ptr<MetricsLog>> Open(const std::string& path);
   ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
 
   // Adds "time" (Unix seconds) when the record has none. Thread-safe, and
   // safe against other processes appending (or superseding) at the same time.
@@ -36,19 +45,17 @@ class MetricsLog {
   Status Append(nlohmann::json record);
 
   // Removes the "train" and "validation" lines whose step is greater than
-  // `step`, and a last line left incomplete by a crash, by rewriting the file
-  // (a temporary file renamed over it, so a crash keeps one whole version).
-  // Returns how many lines were removed (0: the file is left as it was).
+  // `step`, and a last line left incomplete by a crash. Returns how many
+  // lines were removed (0: the file is left as it was, also when the lock is
+  // not granted within kMetricsLockWait, with a warning).
   StatusOr<int64_t> SupersedeAfter(int64_t step);
 
  private:
-  MetricsLog(std::string path, std::FILE* f) : path_(std::move(path)), file_(f) {}
-  // Locks file_ (LOCK_EX), reopening it first while path_ names another file
-  // (another process superseded it). Returns the errno text on failure.
-  Status LockCurrent();
-  void Unlock();
+  MetricsLog(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  // Reopens fd_ when path_ names another file now (moved or removed by hand).
+  Status ReopenIfReplaced();
   std::string path_;
-  std::FILE* file_;
+  int fd_;
   std::mutex mu_;
 };
 
