@@ -2,16 +2,16 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -53,6 +53,48 @@ std::string Holder() {
   return "pid " + std::to_string(getpid()) + " on host " + host + " since " + when;
 }
 
+std::string ReadHolder(int fd) {
+  std::string holder(256, '\0');
+  const ssize_t n = pread(fd, holder.data(), holder.size(), 0);
+  holder.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0')) holder.pop_back();
+  return holder;
+}
+
+bool OnThisMachine(const std::string& holder) {
+  return holder.find(" on host " + HostName() + " (boot " + BootId() + ") since ") != std::string::npos;
+}
+
+// Whether the holder's process ("pid 123 on host ...", a pid of this
+// machine) is ending: a zombie, or its exit under way (PF_EXITING), e.g.
+// killed with its launcher and still tearing down (a GPU context takes a
+// while). False when it cannot tell (gone, or another pid namespace).
+bool HolderExiting(const std::string& holder) {
+  if (holder.rfind("pid ", 0) != 0) return false;
+  const long pid = std::strtol(holder.c_str() + 4, nullptr, 10);
+  if (pid <= 0) return false;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const size_t comm_end = stat.rfind(')');
+  if (comm_end == std::string::npos) return false;
+  // After "(comm) ": state ppid pgrp session tty_nr tpgid flags ...
+  std::istringstream fields(stat.substr(comm_end + 1));
+  std::string state;
+  long long skip = 0;
+  unsigned long long flags = 0;
+  fields >> state >> skip >> skip >> skip >> skip >> skip >> flags;
+  constexpr unsigned long long kPfExiting = 0x4;
+  return state == "Z" || state == "X" || (fields && (flags & kPfExiting) != 0);
+}
+
+// How long to give a holder on this machine: a live job holds the lock for
+// good (kHolderGrace covers a job whose launcher was just killed and whose
+// tasks have not started exiting yet); an exiting one is waited for.
+std::chrono::milliseconds SameMachineWait(const std::string& holder) {
+  return HolderExiting(holder) ? kExitingHolderWait : kHolderGrace;
+}
+
 }  // namespace
 
 StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir, std::chrono::milliseconds remote_wait) {
@@ -67,44 +109,32 @@ StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir, std::chrono
   int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return InvalidArgumentError("--run-dir " + run_dir + ": cannot open " + path + ": " + std::strerror(errno));
   const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + remote_wait;
   bool said_waiting = false;
   while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
-    std::string holder(256, '\0');
-    ssize_t n = pread(fd, holder.data(), holder.size(), 0);
-    holder.resize(n > 0 ? static_cast<size_t>(n) : 0);
-    while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0')) holder.pop_back();
+    const std::string holder = ReadHolder(fd);
     if (err != EWOULDBLOCK) {
       close(fd);
       return InvalidArgumentError("--run-dir " + run_dir + ": cannot lock " + path + ": " + std::strerror(err));
     }
-    // The same machine: the kernel would have dropped the lock of a holder
-    // that died, so a live job holds it.
-    const bool this_host = holder.find(" on host " + HostName() + " (boot " + BootId() + ") since ") != std::string::npos;
-    // A holder on this machine is a live job, or one that is dying (its
-    // launcher was just killed, and the kernel is ending its tasks): only
-    // kDyingHolderWait for that.
-    const auto now = std::chrono::steady_clock::now();
-    if ((this_host && now >= start + kDyingHolderWait) || (!this_host && now >= deadline)) {
+    // The same machine: the kernel drops the lock of a holder that died, so
+    // a live job holds it, or one still ending.
+    const bool this_host = OnThisMachine(holder);
+    const std::chrono::milliseconds wait = this_host ? SameMachineWait(holder) : remote_wait;
+    if (std::chrono::steady_clock::now() >= start + wait) {
       close(fd);
       return InvalidArgumentError("--run-dir " + run_dir + " is in use by another job (its chief: " +
-                                  (holder.empty() ? "unknown" : holder) + ")" +
-                                  ", still after " + Seconds(this_host ? kDyingHolderWait : remote_wait) +
+                                  (holder.empty() ? "unknown" : holder) + "), still after " + Seconds(wait) +
                                   ": give another --run-dir, or wait for that job to end");
     }
-    if (this_host) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // flock has no timed wait
-      continue;
-    }
-    if (!said_waiting) {
+    if (!this_host && !said_waiting) {
       MIRRORED_LOG(WARNING) << "--run-dir " << run_dir << " is locked by a chief on another host (" << holder
                             << "); waiting up to " << Seconds(remote_wait)
                             << " for it to end or, if that host died, for the file server to free its lock";
       said_waiting = true;
     }
     // flock has no timed wait: poll, within the deadline.
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(this_host ? 20 : 500));
   }
   const std::string me = Holder() + "\n";
   if (ftruncate(fd, 0) != 0 || pwrite(fd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
@@ -116,33 +146,31 @@ StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir, std::chrono
 }
 
 std::optional<std::string> RunDirLock::HeldOnThisMachine(const std::string& run_dir) {
-  const auto deadline = std::chrono::steady_clock::now() + kDyingHolderWait;
+  const auto start = std::chrono::steady_clock::now();
   std::optional<std::string> holder;
-  while ((holder = HolderOnThisMachineNow(run_dir)) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a dying job's tasks end within this
+  while ((holder = HolderOnThisMachineNow(run_dir)) &&
+         std::chrono::steady_clock::now() < start + SameMachineWait(*holder)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return holder;
 }
 
 std::optional<std::string> RunDirLock::HolderOnThisMachineNow(const std::string& run_dir) {
   const std::string path = JoinPath(CheckpointsDir(run_dir), kChiefLockFileName);
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return std::nullopt;
-  // /proc/locks: "1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234567 0 EOF", the
-  // file named by major:minor (hex) and inode.
-  char id[64];
-  std::snprintf(id, sizeof(id), " %02x:%02x:%llu ", major(st.st_dev), minor(st.st_dev),
-                static_cast<unsigned long long>(st.st_ino));
-  std::ifstream locks("/proc/locks");
-  bool held = false;
-  for (std::string line; !held && std::getline(locks, line);) {
-    held = line.find("FLOCK") != std::string::npos && (line + " ").find(id) != std::string::npos;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  // A shared lock, released at once: granted means nobody holds it. (It
+  // cannot hurt a chief locking in the same instant: a holder on this
+  // machine is polled for, kHolderGrace.)
+  std::optional<std::string> holder;
+  if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+    flock(fd, LOCK_UN);
+  } else if (errno == EWOULDBLOCK) {
+    const std::string text = ReadHolder(fd);
+    if (OnThisMachine(text)) holder = text;  // one on another host is the chief's to wait for
   }
-  if (!held) return std::nullopt;
-  std::ifstream in(path);
-  std::string holder;
-  std::getline(in, holder);
-  return holder.empty() ? std::string("unknown") : holder;
+  close(fd);
+  return holder;
 }
 
 RunDirLock::RunDirLock(RunDirLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}

@@ -20,16 +20,20 @@
 namespace mirrored {
 
 inline constexpr char kChiefLockFileName[] = "chief.lock";
-// How long a holder on this machine is given to be a dying job's.
-inline constexpr std::chrono::milliseconds kDyingHolderWait{3000};
+// A holder on this machine: how long a live one is given (its launcher may
+// just have been killed, its exit not yet begun), and how long one whose
+// exit is under way (killed, tearing down; a GPU context takes a while).
+inline constexpr std::chrono::milliseconds kHolderGrace{3000};
+inline constexpr std::chrono::milliseconds kExitingHolderWait{60000};
 
 class RunDirLock {
  public:
   // Creates RUN_DIR/checkpoints if needed and locks it for this process.
   // A holder on this machine (host name and boot id) is another job:
-  // refused once it still holds the lock after kDyingHolderWait (a job whose
-  // launcher was just killed is still ending: its tasks die with the
-  // launcher, but not in the same instant). A holder on
+  // refused once it still holds the lock after kHolderGrace, or after
+  // kExitingHolderWait while its process is exiting (a job whose launcher
+  // was just killed: its tasks die with the launcher, not in the same
+  // instant). A holder on
   // another host may be one that died with the lock on a network file system
   // (the server frees it when its lease expires, ~90 s for NFSv4, e.g. while
   // Slurm requeues the job elsewhere): waited for up to `remote_wait`.
@@ -39,11 +43,11 @@ class RunDirLock {
   static StatusOr<RunDirLock> Acquire(const std::string& run_dir,
                                       std::chrono::milliseconds remote_wait = std::chrono::milliseconds(0));
 
-  // Whether a process on this machine holds RUN_DIR's lock (read from
-  // /proc/locks; takes no lock, so it cannot get in a chief's way): its
-  // holder line, or nullopt when free, held from another machine, or absent.
-  // A holder still there after kDyingHolderWait, as for Acquire. For
-  // mirrored-launch, to refuse a second job before it opens a log file.
+  // Whether a process on this machine holds RUN_DIR's lock (probed with a
+  // shared flock, released at once): its holder line, or nullopt when free,
+  // held from another machine, or absent. Waits for a dying holder as
+  // Acquire does. For mirrored-launch, to refuse a second job before it
+  // starts any task.
   static std::optional<std::string> HeldOnThisMachine(const std::string& run_dir);
   // The same, at once.
   static std::optional<std::string> HolderOnThisMachineNow(const std::string& run_dir);
