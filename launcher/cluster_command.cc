@@ -40,12 +40,13 @@ void ClusterCommand::Register(CLI::App& app) {
   subcommand_->add_option("worker_args", worker_args_, "Arguments for the task, after --");
 }
 
-StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int generation) const {
+StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int generation, bool* is_chief) const {
   ExplainCommand::Options resolve = resolve_;
   if (tf_config_option_ != nullptr && tf_config_option_->count() > 0) resolve.tf_config = tf_config_text_;
   MIRRORED_ASSIGN_OR_RETURN(ClusterConfig config, ExplainCommand::Resolve(resolve, env));
   const std::string binary = ResolveWorkerBinary(worker_binary_);
   MIRRORED_RETURN_IF_ERROR(CheckWorkerBinary(binary));
+  if (is_chief != nullptr) *is_chief = config.IsChief();
   TaskLaunch t;
   t.name = config.task.ToString();
   t.is_training = !config.IsEvaluator();
@@ -78,7 +79,8 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
     return kExitUsage;
   }
   resolved_run_dir_ = run_dir_.empty() ? DefaultRunDir() : run_dir_;
-  auto first = PlanTask(env, 0);
+  bool chief = false;
+  auto first = PlanTask(env, 0, &chief);
   if (!first.ok()) {
     err << "mirrored-launch: error: " << first.status().message() << "\n";
     return ExitCodeFor(first.status());
@@ -93,9 +95,13 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
     PrintDryRun({*first}, out);
     return kExitSuccess;
   }
-  if (Status free = CheckRunDirFree(resolved_run_dir_); first->is_training && !free.ok()) {
-    err << "mirrored-launch: error: " << free.message() << "\n";
-    return ExitCodeFor(free);
+  // Only the chief locks the run directory: other tasks of the same job may
+  // share its machine and directory.
+  if (chief) {
+    if (Status free = CheckRunDirFree(resolved_run_dir_); !free.ok()) {
+      err << "mirrored-launch: error: " << free.message() << "\n";
+      return ExitCodeFor(free);
+    }
   }
   if (run_dir_.empty()) {
     // Created only now that the task is planned (and not for --dry-run).
