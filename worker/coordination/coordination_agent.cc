@@ -224,11 +224,18 @@ void CoordinationAgent::SetError(const Status& reported) {
   // The job error names this very task when the service gave up on it (a
   // heartbeat timeout while this process was stopped or frozen): say so,
   // rather than blame "task <this one>" as if it were a peer.
+  // Not an error of the job's: this task's own failure (exit 1, not 3).
   Status error = reported;
   const std::string self = "task " + options_.task_name + " failed at ";
   if (reported.code() == StatusCode::kAborted && reported.message().rfind(self, 0) == 0) {
-    error = AbortedError("the coordination service declared this task (" + options_.task_name + ") failed at " +
-                         reported.message().substr(self.size()) + "; the other tasks have stopped");
+    {
+      // The echo of this task's own ReportError: the error it reports is set
+      // right after, as it is.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (reporting_) return;
+    }
+    error = UnavailableError("the coordination service declared this task (" + options_.task_name + ") failed at " +
+                             reported.message().substr(self.size()) + "; the other tasks have stopped");
   }
   ErrorCallback callback;
   {
@@ -316,6 +323,10 @@ Status CoordinationAgent::Barrier(const std::string& name, int64_t timeout_ms) {
 }
 
 Status CoordinationAgent::ReportError(const Status& error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reporting_ = true;
+  }
   rpc::ReportErrorRequest req;
   req.set_task(options_.task_name);
   req.set_incarnation(incarnation_);

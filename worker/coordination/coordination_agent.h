@@ -148,6 +148,7 @@ class CoordinationAgent {
   Status error_;
   bool stopping_ = false;
   bool poll_open_ = false;  // the service holds this task's error poll
+  bool reporting_ = false;  // ReportError is sending this task's own error
   ErrorCallback error_callback_;
   std::thread heartbeat_thread_;
   std::thread poll_thread_;
