@@ -34,11 +34,13 @@ int JobRunner::Run(const TaskFactory& tasks_for_generation) {
       // would train nothing.
       const bool trained_here = std::any_of(outcome->tasks.begin(), outcome->tasks.end(),
                                             [](const TaskResult& r) { return r.is_training; });
+      const int restarts = outcome->first_failure->restarts;
       Report("not restarting the job: " + std::string(trained_here ? "training succeeded and only " : "") +
              outcome->first_failure->name + " failed" +
-             (options_.max_restarts > 0 ? " (it was started again " + std::to_string(options_.max_restarts) +
-                                              " time" + (options_.max_restarts == 1 ? "" : "s") + " on its own)"
-                                        : "; --max-restarts K starts it again on its own, up to K times") +
+             (restarts > 0 ? " (after " + std::to_string(restarts) + " restart" + (restarts == 1 ? "" : "s") +
+                                 " on its own)"
+              : options_.max_restarts == 0 ? "; --max-restarts K starts it again on its own, up to K times"
+                                           : "") +
              "; start an evaluator alone on the run directory to evaluate the rest");
       return outcome->exit_code;
     }

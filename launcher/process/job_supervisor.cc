@@ -31,6 +31,8 @@ struct RunningTask {
   bool killed = false;              // we sent SIGKILL after the grace period
   bool stalled = false;             // an evaluator stopped for printing nothing after training ended
   int restarts = 0;                 // an evaluator's restarts alone
+  std::optional<std::chrono::steady_clock::time_point> restart_at;  // it failed: started again then
+  std::optional<ProcessExit> failed_exit;                            // ... after this exit
   std::chrono::steady_clock::time_point last_output = std::chrono::steady_clock::now();
   std::optional<TaskResult> result;
 };
@@ -116,10 +118,10 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
     }
   };
 
-  // Starts the evaluator `t` again after it failed by itself: what its
-  // pipe still holds is logged first. False when it cannot be started (its
-  // failure then stands).
-  auto restart_evaluator = [&](RunningTask& t, const ProcessExit& exit, bool training_ended) {
+  // The evaluator `t` failed by itself: what its pipe still holds is logged,
+  // and it is started again after a pause (1 s, 2 s, 4 s... up to 30 s: a
+  // transient cause, e.g. the file server, must not use up every restart).
+  auto schedule_restart = [&](RunningTask& t, const ProcessExit& exit) {
     char buf[65536];
     while (t.out_fd >= 0) {
       ssize_t n = read(t.out_fd, buf, sizeof(buf));
@@ -132,10 +134,19 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
       }
     }
     t.tee->Finish();
-    const std::string what = t.launch->name + " ended with " + exit.ToString() + "; starting it again (restart " +
-                             std::to_string(t.restarts + 1) + " of " + std::to_string(options_.evaluator_restarts) +
-                             "): training goes on, and it resumes after the last checkpoint it evaluated";
-    if (console_ != nullptr) console_->WriteLine("[mirrored-launch] ", what);
+    const auto pause = std::chrono::seconds(std::min(30, 1 << std::min(t.restarts, 5)));
+    t.restart_at = Clock::now() + pause;
+    t.failed_exit = exit;
+    if (console_ != nullptr) {
+      console_->WriteLine("[mirrored-launch] ",
+                          t.launch->name + " ended with " + exit.ToString() + "; starting it again in " +
+                              std::to_string(pause.count()) + " s (restart " + std::to_string(t.restarts + 1) + " of " +
+                              std::to_string(options_.evaluator_restarts) +
+                              "): training goes on, and it resumes after the last checkpoint it evaluated");
+    }
+  };
+  // Starts it; false when it cannot be (its failure then stands).
+  auto start_again = [&](RunningTask& t, bool training_ended) {
     if (t.log_fd >= 0) WriteLogHeader(t.log_fd, t.launch->name + " started again");
     std::vector<std::string> env = t.launch->env;
     if (training_ended) env.push_back("MIRRORED_TRAINING_ENDED=1");
@@ -147,12 +158,28 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
       return false;
     }
     ++t.restarts;
+    t.restart_at.reset();
+    t.failed_exit.reset();
     t.out_fd = child->TakeOutputFd();
     t.child.emplace(std::move(child).value());
     t.signal_sent.reset();
     t.killed = false;
     t.last_output = Clock::now();
     return true;
+  };
+  auto record = [&](RunningTask& t, const ProcessExit& exit) {
+    TaskResult r;
+    r.name = t.launch->name;
+    r.is_training = t.launch->is_training;
+    r.exit = exit;
+    r.ended_at = std::chrono::system_clock::now();
+    r.stopped_by_supervisor = EndedBecauseStopped(t, exit) && !t.stalled && !t.failed_exit;
+    r.restarts = t.restarts;
+    t.result = r;
+    if (r.is_training) last_training_end = Clock::now();
+    if (r.is_training && !r.exit.success() && !r.stopped_by_supervisor && !outcome.stop_signal) {
+      begin_stop(SIGTERM);
+    }
   };
 
   // Start every task; a task that cannot start stops the ones before it.
@@ -201,15 +228,20 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
         fds.push_back({t.out_fd, POLLIN, 0});
         owners.push_back({i, false});
       }
-      if (!t.result) {
+      if (!t.result && !t.restart_at) {
         fds.push_back({t.child->pid_fd(), POLLIN, 0});
         owners.push_back({i, true});
       }
     }
     // Without pidfds (old kernels) fall back to checking exits every 50 ms.
     int timeout_ms = 1000;
-    for (auto& t : running)
-      if (!t.result && t.child->pid_fd() < 0) timeout_ms = 50;
+    for (auto& t : running) {
+      if (!t.result && !t.restart_at && t.child->pid_fd() < 0) timeout_ms = 50;
+      if (!t.result && t.restart_at) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*t.restart_at - Clock::now());
+        timeout_ms = std::clamp<int>(static_cast<int>(left.count()) + 1, 0, timeout_ms);
+      }
+    }
     if (kill_deadline && !killed_all) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*kill_deadline - Clock::now());
       timeout_ms = std::clamp<int>(static_cast<int>(left.count()) + 1, 0, timeout_ms);
@@ -260,32 +292,34 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
     }
     // Reap whoever ended (pidfd readable, or the fallback poll).
     for (auto& t : running) {
-      if (t.result) continue;
+      if (t.result || t.restart_at) continue;
       auto exit = t.child->Poll();
       if (!exit) continue;
       // Whatever the leader left behind in its group goes with it.
       t.child->SignalGroup(SIGKILL);
       if (!t.launch->is_training && !exit->success() && !t.signal_sent && !t.stalled && !outcome.stop_signal &&
           !kill_deadline && exit->exit_code != kExitUsage && t.restarts < options_.evaluator_restarts) {
-        bool any_training = false, training_ended = true;
-        for (const auto& o : running) {
-          if (!o.launch->is_training) continue;
-          any_training = true;
-          training_ended = training_ended && o.result && o.result->exit.success();
-        }
-        if (restart_evaluator(t, *exit, any_training && training_ended)) continue;
+        schedule_restart(t, *exit);
+        continue;
       }
-      TaskResult r;
-      r.name = t.launch->name;
-      r.is_training = t.launch->is_training;
-      r.exit = *exit;
-      r.ended_at = std::chrono::system_clock::now();
-      r.stopped_by_supervisor = EndedBecauseStopped(t, *exit) && !t.stalled;
-      t.result = r;
-      if (r.is_training) last_training_end = Clock::now();
-      if (r.is_training && !r.exit.success() && !r.stopped_by_supervisor && !outcome.stop_signal) {
-        begin_stop(SIGTERM);
+      record(t, *exit);
+    }
+    // Evaluators due to start again; not once the job is stopping.
+    for (auto& t : running) {
+      if (t.result || !t.restart_at) continue;
+      if (outcome.stop_signal || kill_deadline) {
+        record(t, *t.failed_exit);
+        continue;
       }
+      if (Clock::now() < *t.restart_at) continue;
+      bool any_training = false, training_ended = true;
+      for (const auto& o : running) {
+        if (!o.launch->is_training) continue;
+        any_training = true;
+        training_ended = training_ended && o.result && o.result->exit.success();
+      }
+      const ProcessExit failed = *t.failed_exit;
+      if (!start_again(t, any_training && training_ended)) record(t, failed);
     }
     // Once every training task has ended well, only the evaluator may be
     // left: it is waited for (it ends on the final checkpoint or its own
@@ -297,7 +331,7 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
     });
     if (training_done && !kill_deadline) {
       for (auto& t : running) {
-        if (t.result || t.launch->is_training) continue;
+        if (t.result || t.launch->is_training || t.restart_at) continue;
         const auto quiet = std::max(t.last_output, last_training_end);
         if (Clock::now() - quiet < options_.evaluator_stall_timeout) continue;
         t.stalled = true;

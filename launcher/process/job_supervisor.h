@@ -46,6 +46,7 @@ struct TaskResult {
   ProcessExit exit;
   std::chrono::system_clock::time_point ended_at;
   bool stopped_by_supervisor = false;   // ended after we signalled it
+  int restarts = 0;                     // times it was started again alone (an evaluator)
   std::vector<std::string> last_lines;  // the last lines of its output
 };
 
@@ -66,7 +67,8 @@ struct SupervisorOptions {
   // the finished job staying open for ever.
   std::chrono::milliseconds evaluator_stall_timeout{300000};
   // How many times an evaluator that fails by itself is started again, alone,
-  // in one Run (training goes on undisturbed; the new one resumes after the
+  // in one Run, after a pause of 1 s, 2 s, 4 s... up to 30 s (training goes
+  // on undisturbed; the new one resumes after the
   // last checkpoint the evaluator lease records as evaluated). A restart
   // after every training task has exited 0 gets MIRRORED_TRAINING_ENDED=1:
   // the run directory's training-done record is this job's.

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 namespace mirrored {
 namespace {
@@ -244,14 +245,35 @@ TEST_F(JobSupervisorTest, AFailedEvaluatorIsStartedAgainAloneWithinItsBudget) {
   EXPECT_EQ(attempts.substr(0, 2 * std::string("attempt ended=no\n").size()), "attempt ended=no\nattempt ended=no\n")
       << attempts;
   const std::string console = Slurp(dir_ / "console");
-  EXPECT_NE(console.find("evaluator:0 ended with exit code 7; starting it again (restart 1 of 2)"), std::string::npos)
+  // After a pause that doubles: 1 s, then 2 s.
+  EXPECT_NE(console.find("evaluator:0 ended with exit code 7; starting it again in 1 s (restart 1 of 2)"),
+            std::string::npos)
       << console;
-  EXPECT_NE(console.find("(restart 2 of 2)"), std::string::npos) << console;
+  EXPECT_NE(console.find("starting it again in 2 s (restart 2 of 2)"), std::string::npos) << console;
   // Every attempt's output reaches the one log file.
   const std::string log = std::regex_replace(Slurp(dir_ / "evaluator:0.log"), std::regex("(started|started again) [0-9: -]+UTC"), "$1");
   EXPECT_EQ(log, "==== mirrored-launch: evaluator:0 started ====\nattempt 1\n"
                  "==== mirrored-launch: evaluator:0 started again ====\nattempt 2\n"
                  "==== mirrored-launch: evaluator:0 started again ====\nattempt 3\n");
+}
+
+// A stop requested while a failed evaluator waits out its pause: it is not
+// started again, and the job ends with the stop.
+TEST_F(JobSupervisorTest, AStopDuringAnEvaluatorsPauseCancelsItsRestart) {
+  JobSupervisor supervisor(console_.get(), {.grace_period = 2s, .evaluator_restarts = 3});
+  std::thread stopper([&] {
+    // Once the evaluator has failed (the scenario; its pause is 1 s).
+    for (int i = 0; i < 500 && Slurp(dir_ / "console").find("starting it again in") == std::string::npos; ++i) {
+      std::this_thread::sleep_for(10ms);
+    }
+    supervisor.RequestStop(SIGINT);
+  });
+  auto outcome = supervisor.Run({Shell("worker:0", "exec sleep 30"),
+                                 Shell("evaluator:0", "echo x >> \"$DIR/attempts\"; exit 7", /*training=*/false)});
+  stopper.join();
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->exit_code, 130);
+  EXPECT_EQ(Slurp(dir_ / "attempts"), "x\n");
 }
 
 // After training ended well, a restarted evaluator is told so
@@ -260,9 +282,11 @@ TEST_F(JobSupervisorTest, AFailedEvaluatorIsStartedAgainAloneWithinItsBudget) {
 // is never retried.
 TEST_F(JobSupervisorTest, AnEvaluatorRestartedAfterTrainingEndedIsToldSoAndItsBudgetEnds) {
   // The evaluator fails only once worker:0 has exited (a zombie or reaped).
+  // (Each loop gives up after 10 s rather than spin for ever.)
   const std::string wait_for_worker =
-      "until [ -s \"$DIR/w.pid\" ]; do sleep 0.02; done; pid=$(cat \"$DIR/w.pid\"); "
-      "while [ -e /proc/$pid ] && ! grep -q ') Z' /proc/$pid/stat; do sleep 0.02; done; ";
+      "i=0; until [ -s \"$DIR/w.pid\" ] || [ $i -ge 500 ]; do sleep 0.02; i=$((i+1)); done; "
+      "pid=$(cat \"$DIR/w.pid\"); i=0; "
+      "while [ -e /proc/$pid ] && ! grep -q ') Z' /proc/$pid/stat && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done; ";
   JobSupervisor supervisor(console_.get(), {.grace_period = 2s, .evaluator_restarts = 1});
   auto outcome = supervisor.Run({
       Shell("worker:0", "echo $$ > \"$DIR/w.pid.tmp\"; mv \"$DIR/w.pid.tmp\" \"$DIR/w.pid\"; exit 0"),
@@ -275,6 +299,7 @@ TEST_F(JobSupervisorTest, AnEvaluatorRestartedAfterTrainingEndedIsToldSoAndItsBu
   EXPECT_EQ(outcome->exit_code, 7);
   ASSERT_TRUE(outcome->first_failure.has_value());
   EXPECT_EQ(outcome->first_failure->name, "evaluator:0");
+  EXPECT_EQ(outcome->first_failure->restarts, 1);
 
   fs::remove(dir_ / "attempts");
   JobSupervisor strict(console_.get(), {.grace_period = 2s, .evaluator_restarts = 3});
