@@ -3,6 +3,7 @@
 // a single local task training with all its local replicas.
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
@@ -80,6 +81,12 @@ int RunWorker(const WorkerOptions& options) {
   });
   auto strategy = MirroredStrategy::Create(*config, so);
   auto data = loading.get();
+  if (!strategy.ok() && Preemption::Requested()) {
+    // SIGTERM before the job formed: nothing to checkpoint, stop now.
+    std::fprintf(stderr, "mirrored-worker: %s: stopped by SIGTERM before the job formed (%s)\n", task.c_str(),
+                 strategy.status().message().c_str());
+    return 128 + SIGTERM;
+  }
   if (!strategy.ok()) return Fail(task, strategy.status());
   if (!data.ok()) {
     // The others must not wait for this task: they exit 3 naming it.

@@ -79,6 +79,28 @@ void ExpectOthersExitThreeNaming(std::vector<std::unique_ptr<Task>>& tasks, int 
   tasks[victim]->child().SignalGroup(SIGKILL);  // a frozen one too
 }
 
+// A task waiting for the others to register (here the chief never comes)
+// stops on SIGTERM at once, exit 143, instead of waiting out the
+// registration timeout (a scheduler cancelling a job that never formed).
+TEST(TrainMultiprocessTest, SigtermWhileWaitingToFormTheJobStopsAtOnce) {
+  auto chief_port = PortReservation::Reserve();
+  auto own_port = PortReservation::Reserve();
+  ASSERT_TRUE(chief_port.ok() && own_port.ok());
+  auto task = Task::Start({kBin + "/mirrored-worker", "--model", "mlp", "--cpu-replicas", "1", "--registration-timeout",
+                           "120"},
+                          {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=test-token",
+                           "TF_CONFIG={\"cluster\":{\"worker\":[\"" + chief_port->address() + "\",\"" +
+                               own_port->address() + "\"]},\"task\":{\"type\":\"worker\",\"index\":1}}"});
+  ASSERT_TRUE(task.ok()) << task.status();
+  std::this_thread::sleep_for(1s);  // the scenario: it has been waiting a while
+  const auto signalled = Clock::now();
+  ASSERT_EQ(kill((*task)->child().pid(), SIGTERM), 0);
+  auto exit = (*task)->WaitExit(20s);
+  ASSERT_TRUE(exit.has_value()) << "still waiting 20 s after SIGTERM:\n" << (*task)->output();
+  EXPECT_EQ(exit->ShellCode(), 128 + SIGTERM) << (*task)->output();
+  EXPECT_LT(Clock::now() - signalled, 10s);
+}
+
 TEST(TrainMultiprocessTest, KilledWorkerMakesTheOthersExitThreeNamingIt) {
   auto tasks = StartWorkers(3, {"--cpu-replicas", "1"});
   ExpectOthersExitThreeNaming(tasks, 2, SIGKILL, 2s);

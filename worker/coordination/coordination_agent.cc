@@ -123,6 +123,39 @@ Status CoordinationAgent::Connect() {
   return state_ == State::kConnected ? OkStatus() : error_;
 }
 
+StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterUnlessStopped(const rpc::RegisterRequest& req,
+                                                                         int64_t timeout_ms) {
+  if (!options_.stop_waiting) return client_.Register(req, timeout_ms);
+  // The call lasts until every task registered (minutes, if one is late):
+  // a stop signal meanwhile (options_.stop_waiting) cancels it.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false, stopped = false;
+  std::thread watcher([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!done) {
+      if (cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return done; })) break;
+      if (options_.stop_waiting()) {
+        stopped = true;
+        client_.CancelAll();
+        break;
+      }
+    }
+  });
+  StatusOr<rpc::RegisterResponse> resp = client_.Register(req, timeout_ms);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  watcher.join();
+  if (stopped && !resp.ok()) {
+    return CancelledError("task " + options_.task_name + ": stopped by a signal while waiting for the job's tasks to "
+                          "register with " + ServiceName());
+  }
+  return resp;
+}
+
 StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(const rpc::RegisterRequest& req) {
   // The service's own registration deadline names the tasks that never came;
   // the chief's agent waits a little longer than it, so that this verdict,
@@ -140,7 +173,7 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
   while (true) {
     const int64_t left_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Now()).count();
-    StatusOr<rpc::RegisterResponse> resp = client_.Register(req, std::max<int64_t>(left_ms, 1));
+    StatusOr<rpc::RegisterResponse> resp = RegisterUnlessStopped(req, std::max<int64_t>(left_ms, 1));
     // Aborted: the job failed; Unavailable or Cancelled: the service went
     // away under the call (the old chief exiting; the agent's own stop is
     // checked below).

@@ -55,9 +55,10 @@ struct CoordinationAgentOptions {
   // backoff, until registration_timeout_ms, and meets the chief's next
   // service. A first-run task fails at once instead (exit 3).
   bool restarted = false;
-  // Checked while a restarted task waits out the failed generation: true
-  // ends the wait with the old service's Aborted (exit 3), e.g. when SIGTERM
-  // says the launcher is stopping this task. Empty: never.
+  // Checked while registering (true cancels the call: Cancelled) and while
+  // a restarted task waits out the failed generation (true ends the wait
+  // with the old service's Aborted, exit 3), e.g. when SIGTERM says the
+  // launcher or the scheduler is stopping this task. Empty: never.
   std::function<bool()> stop_waiting;
   int64_t rpc_timeout_ms = 10000;           // calls that do not wait (set, heartbeat)
   int64_t shutdown_timeout_ms = 60 * 1000;  // exit barrier
@@ -130,6 +131,8 @@ class CoordinationAgent {
   // Enters kError (first error wins), cancels in-flight calls, runs the callback.
   void SetError(const Status& error);
   // Register, retried past the failed generation's service (`restarted`).
+  // One Register call, cancelled when options_.stop_waiting says so.
+  StatusOr<rpc::RegisterResponse> RegisterUnlessStopped(const rpc::RegisterRequest& req, int64_t timeout_ms);
   StatusOr<rpc::RegisterResponse> RegisterPastFailedGeneration(const rpc::RegisterRequest& req);
   void HeartbeatLoop();
   void PollLoop();
