@@ -95,14 +95,6 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
     PrintDryRun({*first}, out);
     return kExitSuccess;
   }
-  // Only the chief locks the run directory: other tasks of the same job may
-  // share its machine and directory.
-  if (chief) {
-    if (Status free = CheckRunDirFree(resolved_run_dir_); !free.ok()) {
-      err << "mirrored-launch: error: " << free.message() << "\n";
-      return ExitCodeFor(free);
-    }
-  }
   if (run_dir_.empty()) {
     // Created only now that the task is planned (and not for --dry-run).
     auto made = MakeDefaultRunDir();
@@ -111,6 +103,14 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
       return ExitCodeFor(made.status());
     }
     resolved_run_dir_ = *made;
+  }
+  // Only the chief locks the run directory: other tasks of the same job may
+  // share its machine and directory.
+  StatusOr<std::optional<RunDirLock>> claim = std::optional<RunDirLock>();  // held until the job ends
+  if (chief) claim = ClaimRunDir(resolved_run_dir_);
+  if (!claim.ok()) {
+    err << "mirrored-launch: error: " << claim.status().message() << "\n";
+    return ExitCodeFor(claim.status());
   }
   SupervisedRunOptions run{.run_dir = resolved_run_dir_,
                            .max_restarts = max_restarts_,

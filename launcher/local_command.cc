@@ -82,9 +82,10 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
     PrintDryRun(plan->Tasks(0, env), out);
     return kExitSuccess;
   }
-  if (Status free = CheckRunDirFree(options.run_dir); !free.ok()) {
-    err << "mirrored-launch: error: " << free.message() << "\n";
-    return ExitCodeFor(free);
+  auto claim = ClaimRunDir(options.run_dir);  // held until the job ends
+  if (!claim.ok()) {
+    err << "mirrored-launch: error: " << claim.status().message() << "\n";
+    return ExitCodeFor(claim.status());
   }
   err << "mirrored-launch: local job: " << plan->workers() << " worker(s)" << (evaluator_ ? " + evaluator" : "")
       << ", run directory " << options.run_dir << ", coordination service at " << plan->coordinator_address()

@@ -68,6 +68,11 @@ Status CheckRunDirFree(const std::string& run_dir) {
   return OkStatus();
 }
 
+StatusOr<std::optional<RunDirLock>> ClaimRunDir(const std::string& run_dir) {
+  MIRRORED_RETURN_IF_ERROR(CheckRunDirFree(run_dir));
+  return RunDirLock::AcquireForLauncher(run_dir);
+}
+
 void PrintDryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out) {
   for (const auto& t : tasks) {
     out << t.name << (t.is_training ? "" : " (evaluator)") << "\n  command:";

@@ -7,11 +7,13 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "launcher/job/job_runner.h"
+#include "worker/checkpoint/run_dir_lock.h"
 
 namespace mirrored {
 
@@ -43,6 +45,11 @@ Status CheckWorkerArgs(const std::vector<std::string>& worker_args, bool launche
 // (it may be a dead node's lock on a network file system, which the chief
 // waits out).
 Status CheckRunDirFree(const std::string& run_dir);
+
+// CheckRunDirFree, then the launcher's own lock on RUN_DIR (held while the
+// returned object lives): a second job started from this machine is refused
+// even before the first one's chief has locked the directory.
+StatusOr<std::optional<RunDirLock>> ClaimRunDir(const std::string& run_dir);
 
 // "runs/20261122-031500": the default run directory's name (for --dry-run).
 std::string DefaultRunDir();

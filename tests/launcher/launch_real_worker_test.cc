@@ -233,6 +233,39 @@ TEST_F(LaunchRealWorkerTest, SecondJobOnABusyRunDirIsRefusedBeforeItWritesAnyLog
   EXPECT_FALSE(fs::exists(run / "logs" / "evaluator:0.log"));
 }
 
+// Two jobs started on one run directory in the same instant, before either
+// chief could lock it: the launchers' own lock lets one run, and the other
+// is refused before it starts a task (one dated header per task log).
+TEST_F(LaunchRealWorkerTest, TwoJobsStartedTogetherOnOneRunDirRunOnce) {
+  const fs::path run = dir_ / "run";
+  std::vector<std::unique_ptr<Launch>> jobs;
+  jobs.push_back(std::make_unique<Launch>(Job(run, {}, /*max_steps=*/100000)));  // both still training
+  jobs.push_back(std::make_unique<Launch>(Job(run, {}, /*max_steps=*/100000)));  // when the other looks
+  int refused = -1;
+  for (int round = 0; round < 300 && refused < 0; ++round) {
+    for (int i = 0; i < 2 && refused < 0; ++i)
+      if (jobs[i]->ReadUntil("is in use by another job (its launcher: pid ", 50ms)) refused = i;
+  }
+  ASSERT_GE(refused, 0) << jobs[0]->output() << "\n----\n" << jobs[1]->output();
+  Launch& loser = *jobs[refused];
+  Launch& winner = *jobs[1 - refused];
+  auto lost = loser.Finish(10s);
+  ASSERT_TRUE(lost.has_value());
+  EXPECT_EQ(lost->ShellCode(), 2) << loser.output();
+  EXPECT_EQ(loser.output().find("[worker:"), std::string::npos) << loser.output();
+  ASSERT_TRUE(winner.ReadUntil("[worker:0] step 5/", 30s)) << winner.output();
+  ASSERT_EQ(kill(winner.child().pid(), SIGINT), 0);
+  auto won = winner.Finish(10s);
+  ASSERT_TRUE(won.has_value());
+  EXPECT_EQ(won->ShellCode(), 130) << winner.output();
+  std::ifstream in(run / "logs" / "worker:0.log");
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t headers = 0;
+  for (size_t at = log.find("==== mirrored-launch:"); at != std::string::npos; at = log.find("==== mirrored-launch:", at + 1))
+    ++headers;
+  EXPECT_EQ(headers, 1u) << log;
+}
+
 TEST_F(LaunchRealWorkerTest, SigintStopsRealTrainingWith130WithinTheGracePeriod) {
   const fs::path run = dir_ / "run";
   // Long enough that it is still training when interrupted.

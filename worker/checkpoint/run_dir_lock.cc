@@ -98,14 +98,28 @@ std::chrono::milliseconds SameMachineWait(const std::string& holder) {
 }  // namespace
 
 StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir, std::chrono::milliseconds remote_wait) {
-  const std::string dir = CheckpointsDir(run_dir);
+  MIRRORED_ASSIGN_OR_RETURN(std::optional<RunDirLock> lock,
+                            AcquireFile(run_dir, CheckpointsDir(run_dir), kChiefLockFileName, "chief", remote_wait,
+                                        /*remote_is_refusal=*/true));
+  return std::move(lock).value();
+}
+
+StatusOr<std::optional<RunDirLock>> RunDirLock::AcquireForLauncher(const std::string& run_dir) {
+  return AcquireFile(run_dir, JoinPath(run_dir, "logs"), kLauncherLockFileName, "launcher",
+                     std::chrono::milliseconds(0), /*remote_is_refusal=*/false);
+}
+
+StatusOr<std::optional<RunDirLock>> RunDirLock::AcquireFile(const std::string& run_dir, const std::string& dir,
+                                                            const char* name, const char* holder_role,
+                                                            std::chrono::milliseconds remote_wait,
+                                                            bool remote_is_refusal) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec || !std::filesystem::is_directory(dir)) {
     return InvalidArgumentError("--run-dir " + run_dir + ": cannot create " + dir + ": " +
                                 (ec ? ec.message() : "not a directory"));
   }
-  const std::string path = JoinPath(dir, kChiefLockFileName);
+  const std::string path = JoinPath(dir, name);
   int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return InvalidArgumentError("--run-dir " + run_dir + ": cannot open " + path + ": " + std::strerror(errno));
   const auto start = std::chrono::steady_clock::now();
@@ -119,11 +133,17 @@ StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir, std::chrono
     }
     // The same machine: the kernel drops the lock of a holder that died, so
     // a live job holds it, or one still ending.
-    const bool this_host = OnThisMachine(holder);
+    // No holder line yet: it was locked an instant ago and is being written
+    // (taken as this machine's until it says otherwise).
+    const bool this_host = holder.empty() || OnThisMachine(holder);
+    if (!this_host && !remote_is_refusal) {
+      close(fd);
+      return std::optional<RunDirLock>();  // another machine's: not for this lock to judge
+    }
     const std::chrono::milliseconds wait = this_host ? SameMachineWait(holder) : remote_wait;
     if (std::chrono::steady_clock::now() >= start + wait) {
       close(fd);
-      return InvalidArgumentError("--run-dir " + run_dir + " is in use by another job (its chief: " +
+      return InvalidArgumentError("--run-dir " + run_dir + " is in use by another job (its " + holder_role + ": " +
                                   (holder.empty() ? "unknown" : holder) + "), still after " + Seconds(wait) +
                                   ": give another --run-dir, or wait for that job to end");
     }
@@ -142,7 +162,7 @@ StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir, std::chrono
     close(fd);
     return InvalidArgumentError("--run-dir " + run_dir + ": cannot write " + path + ": " + std::strerror(err));
   }
-  return RunDirLock(fd);
+  return std::optional<RunDirLock>(RunDirLock(fd));
 }
 
 std::optional<std::string> RunDirLock::HeldOnThisMachine(const std::string& run_dir) {
@@ -166,8 +186,11 @@ std::optional<std::string> RunDirLock::HolderOnThisMachineNow(const std::string&
   if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
     flock(fd, LOCK_UN);
   } else if (errno == EWOULDBLOCK) {
+    // One on another host is the chief's to wait for; no line yet: just
+    // locked, being written (looked at again by the caller's polling).
     const std::string text = ReadHolder(fd);
-    if (OnThisMachine(text)) holder = text;  // one on another host is the chief's to wait for
+    if (text.empty()) holder = "a process that has just locked it";
+    else if (OnThisMachine(text)) holder = text;
   }
   close(fd);
   return holder;

@@ -20,6 +20,7 @@
 namespace mirrored {
 
 inline constexpr char kChiefLockFileName[] = "chief.lock";
+inline constexpr char kLauncherLockFileName[] = "launcher.lock";
 // A holder on this machine: how long a live one is given (its launcher may
 // just have been killed, its exit not yet begun), and how long one whose
 // exit is under way (killed, tearing down; a GPU context takes a while).
@@ -52,6 +53,13 @@ class RunDirLock {
   // The same, at once.
   static std::optional<std::string> HolderOnThisMachineNow(const std::string& run_dir);
 
+  // mirrored-launch's own lock, RUN_DIR/logs/launcher.lock, held for the
+  // launcher's lifetime: a second launcher started on the directory from
+  // this machine is refused (as Acquire refuses a chief) even before the
+  // first job's chief has locked it. A holder on another machine is not
+  // judged here: nullopt, and the chief's lock decides.
+  static StatusOr<std::optional<RunDirLock>> AcquireForLauncher(const std::string& run_dir);
+
   RunDirLock(RunDirLock&& other) noexcept;
   RunDirLock& operator=(RunDirLock&& other) noexcept;
   RunDirLock(const RunDirLock&) = delete;
@@ -60,6 +68,12 @@ class RunDirLock {
 
  private:
   explicit RunDirLock(int fd) : fd_(fd) {}
+  // Locks `dir`/`name` (created with `dir`); `holder_role` names the holder
+  // in the refusal. A holder on another machine: waited for up to
+  // remote_wait and refused if `remote_is_refusal`, else nullopt at once.
+  static StatusOr<std::optional<RunDirLock>> AcquireFile(const std::string& run_dir, const std::string& dir,
+                                                         const char* name, const char* holder_role,
+                                                         std::chrono::milliseconds remote_wait, bool remote_is_refusal);
   int fd_ = -1;
 };
 
