@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -312,6 +313,52 @@ TEST_F(CheckpointResumeTest, FinishedJobStartedAgainWithItsEvaluatorEndsAtOnce) 
   EXPECT_NE(extended.output.find("[evaluator:0] evaluated checkpoint ckpt-30"), std::string::npos) << extended.output;
   EXPECT_NE(extended.output.find("[evaluator:0] evaluated final checkpoint ckpt-40"), std::string::npos)
       << extended.output;
+}
+
+// A job that died between its epoch-end (or last) checkpoint and that
+// step's validation: the resumed job validates that checkpoint first, once,
+// so no epoch's validation is lost.
+TEST_F(CheckpointResumeTest, ValidationLostToACrashAfterItsCheckpointIsRunOnResume) {
+  const fs::path run = dir_ / "validate";
+  const std::vector<std::string> argv = {kBin + "/mirrored-launch", "local", "--workers", "2", "--cpu-replicas", "1",
+                                         "--run-dir", run.string(), "--", "--model", "mlp", "--max-steps", "30",
+                                         "--checkpoint-every", "10"};
+  ProcessRun first = RunProcess(argv);
+  ASSERT_TRUE(first.exit && first.exit->success()) << first.output;
+  auto validation_lines = [&] {
+    std::vector<std::string> out;
+    std::ifstream in(run / "metrics.jsonl");
+    for (std::string line; std::getline(in, line);)
+      if (line.find("\"kind\":\"validation\"") != std::string::npos) out.push_back(line);
+    return out;
+  };
+  ASSERT_EQ(validation_lines().size(), 1u);
+  const std::string original = validation_lines()[0];
+  {  // as if the chief died right after writing ckpt-30
+    std::ifstream in(run / "metrics.jsonl");
+    std::string kept;
+    for (std::string line; std::getline(in, line);)
+      if (line.find("\"kind\":\"validation\"") == std::string::npos) kept += line + "\n";
+    in.close();
+    std::ofstream(run / "metrics.jsonl", std::ios::trunc) << kept;
+  }
+  ProcessRun again = RunProcess(argv);
+  ASSERT_TRUE(again.exit && again.exit->success()) << again.output;
+  EXPECT_NE(again.output.find("validating ckpt-30 first"), std::string::npos) << again.output;
+  auto lines = validation_lines();
+  ASSERT_EQ(lines.size(), 1u);
+  // The same weights, the same test set: the same figures as the lost line.
+  auto figures = [](const std::string& line) {
+    auto j = nlohmann::json::parse(line);
+    return std::make_tuple(j["step"].get<int64_t>(), j["epoch"].get<int64_t>(), j["loss"].get<double>(),
+                           j["accuracy"].get<double>());
+  };
+  EXPECT_EQ(figures(lines[0]), figures(original)) << lines[0] << " vs " << original;
+
+  ProcessRun third = RunProcess(argv);  // recorded now: not again
+  ASSERT_TRUE(third.exit && third.exit->success()) << third.output;
+  EXPECT_EQ(third.output.find("validating ckpt-30 first"), std::string::npos) << third.output;
+  EXPECT_EQ(validation_lines().size(), 1u);
 }
 
 // A run extended with more steps, whose earlier run had no evaluator: the old

@@ -130,6 +130,23 @@ Status MetricsLog::Append(nlohmann::json record) {
   return OkStatus();
 }
 
+StatusOr<bool> MetricsLog::Has(const std::string& kind, int64_t step) {
+  std::lock_guard<std::mutex> guard(mu_);
+  std::string text;
+  if (int err = ReadAll(fd_, &text)) return InternalError("cannot read " + path_ + ": " + Errno(err));
+  for (size_t begin = 0; begin < text.size();) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    auto record = nlohmann::json::parse(text.substr(begin, end - begin), nullptr, /*allow_exceptions=*/false);
+    if (record.is_object() && record.contains("kind") && record["kind"] == kind && record.contains("step") &&
+        record["step"].is_number_integer() && record["step"].get<int64_t>() == step) {
+      return true;
+    }
+    begin = end + 1;
+  }
+  return false;
+}
+
 StatusOr<int64_t> MetricsLog::SupersedeAfter(int64_t step) {
   std::lock_guard<std::mutex> guard(mu_);
   // Its own descriptor: pwrite on the O_APPEND one would append.

@@ -50,6 +50,9 @@ class MetricsLog {
   // not granted within kMetricsLockWait, with a warning).
   StatusOr<int64_t> SupersedeAfter(int64_t step);
 
+  // Whether a line of `kind` for `step` is in the file.
+  StatusOr<bool> Has(const std::string& kind, int64_t step);
+
  private:
   MetricsLog(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
   // Reopens fd_ when path_ names another file now (moved or removed by hand).

@@ -115,6 +115,11 @@ class ChiefLog {
     MIRRORED_RETURN_IF_ERROR(events_->WriteSessionStart(step + 1, checkpoint_dir));
     return events_->Flush();
   }
+  // Whether metrics.jsonl has a validation line for `step` (false without one).
+  StatusOr<bool> HasValidation(int64_t step) {
+    if (!metrics_) return false;
+    return metrics_->Has("validation", step);
+  }
   Status Validation(int64_t step, int64_t epoch, double loss, double acc) {
     std::ostringstream line;
     line << std::fixed << std::setprecision(4) << "epoch " << epoch + 1 << " validation: val_loss " << loss
@@ -186,9 +191,13 @@ struct StartPoint {
   int64_t step = 0;
   data::SamplerPosition position;
   int64_t iterations = 0;
+  // The checkpoint resumed from ends an epoch (or the earlier run) whose
+  // validation never made it to metrics.jsonl (the job died in between):
+  // run it before training on.
+  bool validate_first = false;
 };
 
-Status BroadcastStart(const std::optional<LoadedCheckpoint>& resume, uint64_t global_batch,
+Status BroadcastStart(const std::optional<LoadedCheckpoint>& resume, bool validate_first, uint64_t global_batch,
                       model::Model& model, model::Optimizer& optimizer, ReplicaContext& replica,
                       StartPoint* start) {
   Communicator& comm = replica.communicator();
@@ -210,8 +219,9 @@ Status BroadcastStart(const std::optional<LoadedCheckpoint>& resume, uint64_t gl
     PutInt(header, st.epoch);
     PutInt(header, step_in_epoch);
     PutInt(header, optimizer.iterations());
+    header.push_back(validate_first ? 1.0f : 0.0f);
   } else {
-    header.assign(9, 0.0f);
+    header.assign(10, 0.0f);
   }
   MIRRORED_RETURN_IF_ERROR(comm.BroadcastHost(header.data(), header.size(), 0));
   // Identical starting point everywhere: rank 0's weights, statistics and
@@ -227,6 +237,7 @@ Status BroadcastStart(const std::optional<LoadedCheckpoint>& resume, uint64_t gl
     start->step = GetInt(header, 1);
     start->position = {static_cast<uint64_t>(GetInt(header, 3)), static_cast<uint64_t>(GetInt(header, 5))};
     start->iterations = GetInt(header, 7);
+    start->validate_first = header[9] == 1.0f;
     optimizer.set_iterations(start->iterations);
   }
   return OkStatus();
@@ -317,6 +328,7 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
 
   ChiefLog log;
   std::optional<LoadedCheckpoint> resume;
+  bool validate_first = false;  // chief: see StartPoint
   std::unique_ptr<CheckpointWriter> writer;
   std::optional<RunDirLock> run_dir_lock;  // held while this chief trains
   if (strategy.is_chief_task()) {
@@ -369,6 +381,13 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
         return latest.status();
       }
       MIRRORED_RETURN_IF_ERROR(log.Starting(resume ? resume->info.step : 0, resume ? resume->info.dir : ""));
+      if (resume && options.validate) {
+        const CheckpointState& st = resume->info.state;
+        if (st.step_in_epoch == 0 || st.final) {  // a step that was validated, if its run lived long enough
+          MIRRORED_ASSIGN_OR_RETURN(bool validated, log.HasValidation(st.step));
+          validate_first = !validated;
+        }
+      }
       writer = std::make_unique<CheckpointWriter>(FileEnv::Default(), options.run_dir,
                                                   CheckpointWriterOptions{.keep_checkpoints = options.keep_checkpoints});
     }
@@ -404,7 +423,8 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
     optimizer->Bind(&store, &model->backend());
     Communicator& comm = replica.communicator();
     StartPoint start;
-    MIRRORED_RETURN_IF_ERROR(BroadcastStart(resume, global_batch, *model, *optimizer, replica, &start));
+    MIRRORED_RETURN_IF_ERROR(
+        BroadcastStart(resume, validate_first, global_batch, *model, *optimizer, replica, &start));
 
     std::vector<BucketSpan> spans;
     for (const auto& t : store.trainable()) spans.push_back({t.offset, t.size});
@@ -436,6 +456,21 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
     int64_t synced_step = step;                                  // the last sync point's step
     int64_t last_checkpoint = checkpoints && step > 0 ? step : -1;  // resumed from it, or none yet
     bool stopped_early = false;                                  // preempted
+    if (start.validate_first) {
+      // The epoch (from 0) the checkpoint's last step belongs to.
+      const int64_t epoch = static_cast<int64_t>(position.epoch) - (position.step == 0 ? 1 : 0);
+      double val_loss = -1, val_acc = -1;
+      if (replica.is_chief()) {
+        MIRRORED_LOG(INFO) << "validating ckpt-" << step << " first: the run that wrote it ended before its validation";
+      }
+      MIRRORED_RETURN_IF_ERROR(Validate(*model, data.test(), global_batch, replica, &val_loss, &val_acc));
+      if (replica.is_chief()) {
+        MIRRORED_RETURN_IF_ERROR(WhileRunning(log.Validation(step, epoch, val_loss, val_acc)));
+        std::lock_guard<std::mutex> lock(summary_mu);
+        summary.val_loss = val_loss;
+        summary.val_accuracy = val_acc;
+      }
+    }
     if (!(step < total_steps && position.epoch < end_epoch)) {
       // A finished job started again (or one given fewer steps): say so
       // rather than report a 0-step run.
