@@ -118,6 +118,16 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
     }
   };
 
+  // Whether every training task has ended, and well (false without any).
+  auto training_ended = [&] {
+    bool any = false, ended = true;
+    for (const auto& o : running) {
+      if (!o.launch->is_training) continue;
+      any = true;
+      ended = ended && o.result && o.result->exit.success();
+    }
+    return any && ended;
+  };
   // The evaluator `t` failed by itself: what its pipe still holds is logged,
   // and it is started again after a pause (1 s, 2 s, 4 s... up to 30 s: a
   // transient cause, e.g. the file server, must not use up every restart).
@@ -141,8 +151,9 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
       console_->WriteLine("[mirrored-launch] ",
                           t.launch->name + " ended with " + exit.ToString() + "; starting it again in " +
                               std::to_string(pause.count()) + " s (restart " + std::to_string(t.restarts + 1) + " of " +
-                              std::to_string(options_.evaluator_restarts) +
-                              "): training goes on, and it resumes after the last checkpoint it evaluated");
+                              std::to_string(options_.evaluator_restarts) + "): " +
+                              (training_ended() ? "" : "training goes on, and ") +
+                              "it resumes after the last checkpoint it evaluated");
     }
   };
   // Starts it; false when it cannot be (its failure then stands).
@@ -176,6 +187,16 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
     r.stopped_by_supervisor = EndedBecauseStopped(t, exit) && !t.stalled && !t.failed_exit;
     r.restarts = t.restarts;
     t.result = r;
+    if (!r.is_training && !r.exit.success() && !r.stopped_by_supervisor && !outcome.stop_signal && !kill_deadline &&
+        !training_ended() && console_ != nullptr) {
+      // Said now, not only in the report at the job's end.
+      const std::string why = r.exit.exit_code == kExitUsage ? "exit 2 (bad usage) is not retried"
+                              : options_.evaluator_restarts == 0
+                                  ? "--max-restarts K would start it again"
+                                  : "its " + std::to_string(options_.evaluator_restarts) + " restart(s) are used up";
+      console_->WriteLine("[mirrored-launch] ", r.name + " ended with " + r.exit.ToString() + " and is not started again (" +
+                                                    why + "); training goes on, and the job will exit with its code");
+    }
     if (r.is_training) last_training_end = Clock::now();
     if (r.is_training && !r.exit.success() && !r.stopped_by_supervisor && !outcome.stop_signal) {
       begin_stop(SIGTERM);
@@ -312,14 +333,8 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
         continue;
       }
       if (Clock::now() < *t.restart_at) continue;
-      bool any_training = false, training_ended = true;
-      for (const auto& o : running) {
-        if (!o.launch->is_training) continue;
-        any_training = true;
-        training_ended = training_ended && o.result && o.result->exit.success();
-      }
       const ProcessExit failed = *t.failed_exit;
-      if (!start_again(t, any_training && training_ended)) record(t, failed);
+      if (!start_again(t, training_ended())) record(t, failed);
     }
     // Once every training task has ended well, only the evaluator may be
     // left: it is waited for (it ends on the final checkpoint or its own

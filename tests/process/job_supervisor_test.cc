@@ -220,6 +220,11 @@ TEST_F(JobSupervisorTest, EarlySuccessIsNotAFailureAndEvaluatorFailureDoesNotSto
   EXPECT_FALSE(w0.stopped_by_supervisor);
   EXPECT_EQ(outcome->exit_code, 5);
   EXPECT_EQ(outcome->first_failure->name, "evaluator");
+  // Said when it happens, not only at the end.
+  EXPECT_NE(Slurp(dir_ / "console").find("evaluator ended with exit code 5 and is not started again (--max-restarts K "
+                                         "would start it again); training goes on"),
+            std::string::npos)
+      << Slurp(dir_ / "console");
 }
 
 // An evaluator that fails by itself is started again, alone, while its
