@@ -68,10 +68,12 @@ int Replace(int fd, const std::string& text) {
   return 0;
 }
 
-// Whether the train/validation `line` logs a step after `step`.
-bool LogsStepAfter(const std::string& line, int64_t step) {
+// Whether `line` goes: a train/validation line of a step after `step`, or
+// not a JSON object at all (what is left of a line a crashed writer cut,
+// once another writer ended it).
+bool Superseded(const std::string& line, int64_t step) {
   auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!record.is_object()) return false;
+  if (!record.is_object()) return true;
   auto kind = record.find("kind");
   auto s = record.find("step");
   if (kind == record.end() || s == record.end() || !kind->is_string() || !s->is_number_integer()) return false;
@@ -186,7 +188,7 @@ StatusOr<int64_t> MetricsLog::SupersedeAfter(int64_t step) {
       break;
     }
     const std::string line = text.substr(begin, end - begin);
-    if (LogsStepAfter(line, step)) {
+    if (Superseded(line, step)) {
       ++removed;
     } else {
       kept.append(line).push_back('\n');

@@ -45,7 +45,8 @@ class MetricsLog {
   Status Append(nlohmann::json record);
 
   // Removes the "train" and "validation" lines whose step is greater than
-  // `step`, and a last line left incomplete by a crash. Returns how many
+  // `step`, and what crashed writers left: an incomplete last line, or a
+  // line that is not a JSON object. Returns how many
   // lines were removed (0: the file is left as it was, also when the lock is
   // not granted within kMetricsLockWait, with a warning).
   StatusOr<int64_t> SupersedeAfter(int64_t step);
