@@ -3,6 +3,8 @@
 // a single local task training with all its local replicas.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -25,7 +27,9 @@ namespace mirrored {
 namespace {
 
 int Fail(const std::string& task, const Status& s) {
-  std::cerr << "mirrored-worker: " << task << ": error: " << s.message() << "\n";
+  // One write, so that no other thread's log line lands inside it.
+  const std::string line = "mirrored-worker: " + task + ": error: " + s.message() + "\n";
+  (void)!write(STDERR_FILENO, line.data(), line.size());
   return ExitCodeFor(s);
 }
 

@@ -32,8 +32,13 @@ int main(int argc, char** argv) {
       std::printf("custom_training_loop %s: [--cpu-replicas N] [--steps N] [--device auto|cpu|gpu]\n", kVersion);
       return 0;
     }
-    if (flag == "--cpu-replicas" || flag == "--replicas") replicas = std::atoi(value.c_str());
-    if (flag == "--steps") steps = std::atoi(value.c_str());
+    int* number = flag == "--cpu-replicas" || flag == "--replicas" ? &replicas : flag == "--steps" ? &steps : nullptr;
+    char* end = nullptr;
+    const long n = std::strtol(value.c_str(), &end, 10);
+    if (number != nullptr && (value.empty() || *end != '\0' || n < 1 || n > 1000000)) {
+      return Fail(InvalidArgumentError(flag + " \"" + value + "\": expected a positive integer"));
+    }
+    if (number != nullptr) *number = static_cast<int>(n);
     if (flag == "--device") device = value;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each progress line reaches the launcher as printed
@@ -41,6 +46,7 @@ int main(int argc, char** argv) {
 
   auto config = ResolveTfConfig(std::nullopt);         // TF_CONFIG, or one local task
   if (!config.ok()) return Fail(config.status());
+  if (config->IsEvaluator()) return Fail(InvalidArgumentError("this example trains only: it has no evaluator role"));
   auto data = data::FashionMnist::Load(data::FashionMnist::kDefaultDir);
   if (!data.ok()) return Fail(data.status());
   StrategyOptions options = StrategyOptions::FromEnvironment();  // the launcher's job token, restarts
