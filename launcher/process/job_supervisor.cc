@@ -97,7 +97,7 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
 
   auto signal_live = [&](int sig) {
     for (auto& t : running) {
-      if (!t.child || t.result) continue;
+      if (!t.child || t.result || t.restart_at) continue;  // (one waiting to restart has no process)
       if (!t.signal_sent) t.signal_sent = sig;
       if (sig == SIGKILL) t.killed = true;
       t.child->SignalGroup(sig);
@@ -108,7 +108,7 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
     // A stopped (SIGSTOP, frozen) task handles the signal only once it runs:
     // wake it, rather than wait out the grace period for nothing.
     for (auto& t : running)
-      if (t.child && !t.result) t.child->SignalGroup(SIGCONT);
+      if (t.child && !t.result && !t.restart_at) t.child->SignalGroup(SIGCONT);
     if (!kill_deadline) kill_deadline = Clock::now() + options_.grace_period;
   };
   auto cleanup = [&] {
