@@ -348,8 +348,14 @@ TEST_F(CoordinationGrpcTest, RestartedTaskStopsWaitingWhenAskedTo) {
   ASSERT_EQ(connected.wait_for(std::chrono::seconds(10)), std::future_status::ready)
       << "still waiting for the next generation after being asked to stop";
   const Status s = connected.get();
-  EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
-  EXPECT_NE(s.message().find("killed (test)"), std::string::npos) << s;
+  if (s.code() == StatusCode::kCancelled) {
+    // Stopped before the old service's first answer came (a loaded machine).
+    EXPECT_NE(s.message().find("stopped by a signal while waiting"), std::string::npos) << s;
+  } else {
+    // The usual case: the old generation's cause is kept.
+    EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+    EXPECT_NE(s.message().find("killed (test)"), std::string::npos) << s;
+  }
 }
 
 TEST_F(CoordinationGrpcTest, LostServiceIsNoticed) {

@@ -72,6 +72,10 @@ Status CoordinationAgent::Connect() {
   req.set_task(options_.task_name);
   req.set_incarnation(incarnation_);
   req.set_device_count(options_.device_count);
+  // Said, since the call lasts until every task came (a late or missing one
+  // would otherwise leave this task silent for the registration timeout).
+  MIRRORED_LOG(INFO) << "registering with " << ServiceName() << "; waiting for every task of the job (up to "
+                     << options_.registration_timeout_ms / 1000 << " s)";
   StatusOr<rpc::RegisterResponse> resp = RegisterPastFailedGeneration(req);
   Status status = resp.status();
   if (status.ok()) {
@@ -124,7 +128,8 @@ Status CoordinationAgent::Connect() {
 }
 
 StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterUnlessStopped(const rpc::RegisterRequest& req,
-                                                                         int64_t timeout_ms) {
+                                                                         int64_t timeout_ms, bool* stopped_out) {
+  *stopped_out = false;
   if (!options_.stop_waiting) return client_.Register(req, timeout_ms);
   // The call lasts until every task registered (minutes, if one is late):
   // a stop signal meanwhile (options_.stop_waiting) cancels it.
@@ -149,7 +154,10 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterUnlessStopped(const r
   }
   cv.notify_all();
   watcher.join();
-  if (stopped && !resp.ok()) {
+  if (stopped) {
+    // Even if the call succeeded meanwhile: the client's calls are
+    // cancelled from now on, and the task is stopping.
+    *stopped_out = true;
     return CancelledError("task " + options_.task_name + ": stopped by a signal while waiting for the job's tasks to "
                           "register with " + ServiceName());
   }
@@ -173,7 +181,12 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
   while (true) {
     const int64_t left_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Now()).count();
-    StatusOr<rpc::RegisterResponse> resp = RegisterUnlessStopped(req, std::max<int64_t>(left_ms, 1));
+    bool stopped = false;
+    StatusOr<rpc::RegisterResponse> resp = RegisterUnlessStopped(req, std::max<int64_t>(left_ms, 1), &stopped);
+    if (stopped) {
+      if (!failed_generation) return resp;
+      return AbortedError(failed_generation->message() + " (stopped while waiting for the next generation)");
+    }
     // Aborted: the job failed; Unavailable or Cancelled: the service went
     // away under the call (the old chief exiting; the agent's own stop is
     // checked below).

@@ -57,8 +57,9 @@ struct CoordinationAgentOptions {
   bool restarted = false;
   // Checked while registering (true cancels the call: Cancelled) and while
   // a restarted task waits out the failed generation (true ends the wait
-  // with the old service's Aborted, exit 3), e.g. when SIGTERM says the
-  // launcher or the scheduler is stopping this task. Empty: never.
+  // with the old service's Aborted), e.g. when SIGTERM says the launcher or
+  // the scheduler is stopping this task (mirrored-worker then exits 143).
+  // Empty: never.
   std::function<bool()> stop_waiting;
   int64_t rpc_timeout_ms = 10000;           // calls that do not wait (set, heartbeat)
   int64_t shutdown_timeout_ms = 60 * 1000;  // exit barrier
@@ -131,8 +132,10 @@ class CoordinationAgent {
   // Enters kError (first error wins), cancels in-flight calls, runs the callback.
   void SetError(const Status& error);
   // Register, retried past the failed generation's service (`restarted`).
-  // One Register call, cancelled when options_.stop_waiting says so.
-  StatusOr<rpc::RegisterResponse> RegisterUnlessStopped(const rpc::RegisterRequest& req, int64_t timeout_ms);
+  // One Register call, cancelled when options_.stop_waiting says so
+  // (*stopped set, Cancelled returned).
+  StatusOr<rpc::RegisterResponse> RegisterUnlessStopped(const rpc::RegisterRequest& req, int64_t timeout_ms,
+                                                        bool* stopped);
   StatusOr<rpc::RegisterResponse> RegisterPastFailedGeneration(const rpc::RegisterRequest& req);
   void HeartbeatLoop();
   void PollLoop();
