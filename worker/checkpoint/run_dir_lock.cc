@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -105,8 +106,15 @@ StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir, std::chrono
 }
 
 StatusOr<std::optional<RunDirLock>> RunDirLock::AcquireForLauncher(const std::string& run_dir) {
-  return AcquireFile(run_dir, JoinPath(run_dir, "logs"), kLauncherLockFileName, "launcher",
-                     std::chrono::milliseconds(0), /*remote_is_refusal=*/false);
+  // One file per machine: only this machine's launchers are sorted out here,
+  // and a holder line is then never another machine's (a winner still
+  // writing its line over an older one cannot be mistaken for a remote job).
+  std::string host = HostName();
+  for (char& c : host)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
+  const std::string name = std::string(kLauncherLockFilePrefix) + host + ".lock";
+  return AcquireFile(run_dir, JoinPath(run_dir, "logs"), name.c_str(), "launcher", std::chrono::milliseconds(0),
+                     /*remote_is_refusal=*/false);
 }
 
 StatusOr<std::optional<RunDirLock>> RunDirLock::AcquireFile(const std::string& run_dir, const std::string& dir,

@@ -20,7 +20,7 @@
 namespace mirrored {
 
 inline constexpr char kChiefLockFileName[] = "chief.lock";
-inline constexpr char kLauncherLockFileName[] = "launcher.lock";
+inline constexpr char kLauncherLockFilePrefix[] = "launcher-";  // + host name + ".lock"
 // A holder on this machine: how long a live one is given (its launcher may
 // just have been killed, its exit not yet begun), and how long one whose
 // exit is under way (killed, tearing down; a GPU context takes a while).
@@ -53,7 +53,7 @@ class RunDirLock {
   // The same, at once.
   static std::optional<std::string> HolderOnThisMachineNow(const std::string& run_dir);
 
-  // mirrored-launch's own lock, RUN_DIR/logs/launcher.lock, held for the
+  // mirrored-launch's own lock, RUN_DIR/logs/launcher-<host>.lock, held for the
   // launcher's lifetime: a second launcher started on the directory from
   // this machine is refused (as Acquire refuses a chief) even before the
   // first job's chief has locked it. A holder on another machine is not
