@@ -133,14 +133,36 @@ TEST_F(MetricsLogTest, SupersedeRewritesInPlace) {
 TEST_F(MetricsLogTest, ARewriteCutShortIsCompletedFromItsSavedResult) {
   const std::string result = Line("train", 10).dump() + "\n" + Line("eval", 10).dump() + "\n" +
                              Line("train", 20).dump() + "\n";
-  Write(result.substr(0, 30) + "half-overwritten tail of the old contents\n");
-  { std::ofstream(path_ + ".rewrite", std::ios::binary) << result; }
+  const std::string cut = result.substr(0, 30) + "half-overwritten tail of the old contents\n";
+  Write(cut);
+  {
+    std::ofstream(path_ + ".rewrite", std::ios::binary)
+        << "{\"metrics_rewrite_of_bytes\":" << cut.size() << "}\n" << result;
+  }
   auto log = MetricsLog::Open(path_);
   ASSERT_TRUE(log.ok());
   auto removed = (*log)->SupersedeAfter(10);
   ASSERT_TRUE(removed.ok()) << removed.status();
   EXPECT_EQ(*removed, 1);  // train 20, from the completed result
   EXPECT_EQ(Contents(), Line("train", 10).dump() + "\n" + Line("eval", 10).dump() + "\n");
+  EXPECT_FALSE(fs::exists(path_ + ".rewrite"));
+}
+
+// A saved result whose file has grown since (an evaluator appended after
+// the crash) is not applied: that would lose those lines.
+TEST_F(MetricsLogTest, ASavedRewriteIsNotAppliedOverLinesAppendedSince) {
+  const std::string appended = Line("eval", 20).dump() + "\n";
+  Write(Line("train", 10).dump() + "\n" + appended);
+  {
+    std::ofstream(path_ + ".rewrite", std::ios::binary)
+        << "{\"metrics_rewrite_of_bytes\":5}\n" << Line("train", 10).dump() << "\n";
+  }
+  auto log = MetricsLog::Open(path_);
+  ASSERT_TRUE(log.ok());
+  auto removed = (*log)->SupersedeAfter(10);
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_EQ(*removed, 0);
+  EXPECT_EQ(Contents(), Line("train", 10).dump() + "\n" + appended);
   EXPECT_FALSE(fs::exists(path_ + ".rewrite"));
 }
 

@@ -20,14 +20,23 @@ int OpenForAppend(const std::string& path) {
   return ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 }
 
-// An exclusive flock on `fd` within `wait` (polled: flock has no timed wait).
-bool LockWithin(int fd, std::chrono::milliseconds wait) {
+// An exclusive flock on `fd` within `wait` (polled: flock has no timed
+// wait): 0, EWOULDBLOCK when not granted in time, or the errno (ENOLCK: a
+// file system without locks).
+int LockWithin(int fd, std::chrono::milliseconds wait) {
   const auto deadline = std::chrono::steady_clock::now() + wait;
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    if ((errno != EWOULDBLOCK && errno != EINTR) || std::chrono::steady_clock::now() >= deadline) return false;
+    if (errno != EWOULDBLOCK && errno != EINTR) return errno;
+    if (std::chrono::steady_clock::now() >= deadline) return EWOULDBLOCK;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  return true;
+  return 0;
+}
+
+std::string LockProblem(const std::string& path, int err) {
+  return err == EWOULDBLOCK ? path + ": lock not granted within " + std::to_string(kMetricsLockWait.count() / 1000) +
+                                  " s (another writer stopped or hung?)"
+                            : path + ": cannot lock: " + Errno(err);
 }
 
 void Unlock(int fd) { (void)::flock(fd, LOCK_UN); }
@@ -111,13 +120,11 @@ Status MetricsLog::Append(nlohmann::json record) {
   std::string line = record.dump() + "\n";
   std::lock_guard<std::mutex> guard(mu_);
   MIRRORED_RETURN_IF_ERROR(ReopenIfReplaced());
-  const bool locked = LockWithin(fd_, kMetricsLockWait);
+  const int lock_err = LockWithin(fd_, kMetricsLockWait);
+  const bool locked = lock_err == 0;
   if (!locked) {
     static std::once_flag once;
-    std::call_once(once, [&] {
-      MIRRORED_LOG(WARNING) << path_ << ": lock not granted within " << kMetricsLockWait.count() / 1000
-                            << " s (another writer stopped or hung?): appending without it";
-    });
+    std::call_once(once, [&] { MIRRORED_LOG(WARNING) << LockProblem(path_, lock_err) << ": appending without it"; });
   }
   // A writer that died mid-line (disk full, SIGKILL) left no newline: end
   // that line rather than glue this one onto it.
@@ -158,24 +165,38 @@ StatusOr<int64_t> MetricsLog::SupersedeAfter(int64_t step) {
     int fd;
     ~Closer() { ::close(fd); }  // also releases the lock
   } closer{fd};
-  if (!LockWithin(fd, kMetricsLockWait)) {
-    MIRRORED_LOG(WARNING) << path_ << ": lock not granted within " << kMetricsLockWait.count() / 1000
-                          << " s: the lines of steps trained again stay in it";
+  if (int err = LockWithin(fd, kMetricsLockWait)) {
+    MIRRORED_LOG(WARNING) << LockProblem(path_, err) << ": the lines of steps trained again stay in it";
     return int64_t{0};
   }
   const std::string copy = path_ + ".rewrite";
   std::string text;
   if (int err = ReadAll(fd, &text)) return InternalError("cannot read " + path_ + ": " + Errno(err));
-  // A rewrite cut short (the chief died in it): its result was saved first.
+  // A rewrite cut short (the chief died in it): its result was saved first,
+  // after a line with the size the file had. Completed only if the file
+  // still has that size (nothing appended since: nothing to lose); else it
+  // is left as it is, and the damaged lines go below.
   if (int saved = ::open(copy.c_str(), O_RDONLY | O_CLOEXEC); saved >= 0) {
     std::string result;
     const int err = ReadAll(saved, &result);
     ::close(saved);
     if (err != 0) return InternalError("cannot read " + copy + ": " + Errno(err));
-    if (int e = Replace(fd, result)) return InternalError("cannot rewrite " + path_ + ": " + Errno(e));
-    MIRRORED_LOG(WARNING) << path_ << ": completed a rewrite cut short, from " << copy;
+    const size_t header_end = result.find('\n');
+    auto header = nlohmann::json::parse(result.substr(0, header_end), nullptr, /*allow_exceptions=*/false);
+    const bool intact = header_end != std::string::npos && header.is_object() &&
+                        header.contains("metrics_rewrite_of_bytes") &&
+                        header["metrics_rewrite_of_bytes"].is_number_unsigned() &&
+                        header["metrics_rewrite_of_bytes"].get<uint64_t>() == text.size();
+    if (intact) {
+      result.erase(0, header_end + 1);
+      if (int e = Replace(fd, result)) return InternalError("cannot rewrite " + path_ + ": " + Errno(e));
+      MIRRORED_LOG(WARNING) << path_ << ": completed a rewrite cut short, from " << copy;
+      text = std::move(result);
+    } else {
+      MIRRORED_LOG(WARNING) << path_ << " changed since a rewrite was cut short: left as it is, less its damaged lines ("
+                            << copy << " dropped)";
+    }
     ::unlink(copy.c_str());
-    text = std::move(result);
   }
 
   std::string kept;
@@ -202,7 +223,8 @@ StatusOr<int64_t> MetricsLog::SupersedeAfter(int64_t step) {
   const std::string tmp = copy + ".tmp";
   const int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (out < 0) return InternalError("cannot create " + tmp + ": " + Errno(errno));
-  int err = WriteAll(out, kept, 0);
+  const std::string header = nlohmann::json{{"metrics_rewrite_of_bytes", text.size()}}.dump() + "\n";
+  int err = WriteAll(out, header + kept, 0);
   if (err == 0 && ::fsync(out) != 0) err = errno;
   ::close(out);
   if (err == 0 && ::rename(tmp.c_str(), copy.c_str()) != 0) err = errno;
