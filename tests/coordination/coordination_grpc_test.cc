@@ -358,6 +358,40 @@ TEST_F(CoordinationGrpcTest, RestartedTaskStopsWaitingWhenAskedTo) {
   }
 }
 
+// A task the service gave up on (no heartbeat past the timeout: frozen,
+// starved) learns it on its error poll: its own failure (Unavailable, exit
+// 1), saying so, not "task <itself> failed" as if a peer had.
+TEST_F(CoordinationGrpcTest, ATaskDeclaredFailedSaysItWasThisTask) {
+  StartService(2);
+  CoordinationAgent chief(AgentOptions("chief:0"));
+  CoordinationAgentOptions quiet = AgentOptions("worker:0");
+  quiet.heartbeat_interval_ms = 60000;  // no heartbeat within the service's 1 s
+  CoordinationAgent worker(quiet);
+  auto chief_connected = std::async(std::launch::async, [&] { return chief.Connect(); });
+  ASSERT_TRUE(worker.Connect().ok());
+  ASSERT_TRUE(chief_connected.get().ok());
+  ASSERT_TRUE(WaitFor([&] { return !worker.error().ok(); }, std::chrono::seconds(10)));
+  const Status s = worker.error();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+  EXPECT_EQ(ExitCodeFor(s), kExitFailure);
+  EXPECT_NE(s.message().find("declared this task (worker:0) failed"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("heartbeat timeout"), std::string::npos) << s;
+  ASSERT_TRUE(WaitFor([&] { return !chief.error().ok(); }, std::chrono::seconds(10)));
+  EXPECT_EQ(chief.error().code(), StatusCode::kAborted) << chief.error();  // a peer's failure: exit 3
+  EXPECT_NE(chief.error().message().find("task worker:0 failed"), std::string::npos) << chief.error();
+}
+
+// A task reporting its own error keeps that error, not the service's echo of
+// it ("task <itself> failed: ...").
+TEST_F(CoordinationGrpcTest, AReportedErrorIsKeptAsItIs) {
+  StartService(2);
+  auto agents = ConnectAll(2);
+  ASSERT_TRUE(agents[1]->ReportError(InvalidArgumentError("--lr nan: bad flag")).ok());
+  const Status s = agents[1]->error();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(s.message(), "--lr nan: bad flag");
+}
+
 TEST_F(CoordinationGrpcTest, LostServiceIsNoticed) {
   StartService(2);
   auto agents = ConnectAll(2);

@@ -458,10 +458,11 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
     bool stopped_early = false;                                  // preempted
     if (start.validate_first) {
       // The epoch (from 0) the checkpoint's last step belongs to.
-      const int64_t epoch = static_cast<int64_t>(position.epoch) - (position.step == 0 ? 1 : 0);
+      const int64_t epoch = std::max<int64_t>(0, static_cast<int64_t>(position.epoch) - (position.step == 0 ? 1 : 0));
       double val_loss = -1, val_acc = -1;
       if (replica.is_chief()) {
-        MIRRORED_LOG(INFO) << "validating ckpt-" << step << " first: the run that wrote it ended before its validation";
+        MIRRORED_LOG(INFO) << "validating ckpt-" << step << " first: metrics.jsonl has no validation of it (the run "
+                              "that wrote it ended before, or ran with --no-validate)";
       }
       MIRRORED_RETURN_IF_ERROR(Validate(*model, data.test(), global_batch, replica, &val_loss, &val_acc));
       if (replica.is_chief()) {
