@@ -140,6 +140,15 @@ class LaunchRealWorkerTest : public ::testing::Test {
     EXPECT_FALSE(fingerprint.empty()) << straight.output();
     return exit && exit->success() ? fingerprint : "";
   }
+  // Stops a running job with SIGINT (exit 130 expected) and returns its
+  // worker:0.log.
+  static std::string InterruptAndReadChiefLog(Launch& job, const fs::path& run) {
+    EXPECT_EQ(kill(job.child().pid(), SIGINT), 0);
+    auto stopped = job.Finish(10s);
+    EXPECT_TRUE(stopped && stopped->ShellCode() == 130) << job.output();
+    std::ifstream in(run / "logs" / "worker:0.log");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
   // Waits until both workers of `run` are up; their pids by index.
   std::map<int, pid_t> BothWorkers(const fs::path& run) {
     std::map<int, pid_t> pids;
@@ -222,12 +231,7 @@ TEST_F(LaunchRealWorkerTest, SecondJobOnABusyRunDirIsRefusedBeforeItWritesAnyLog
             std::string::npos)
       << second.output();
   EXPECT_EQ(second.output().find("[worker:"), std::string::npos) << "a task was started:\n" << second.output();
-  ASSERT_EQ(kill(first.child().pid(), SIGINT), 0);
-  auto stopped = first.Finish(10s);
-  ASSERT_TRUE(stopped.has_value());
-  EXPECT_EQ(stopped->ShellCode(), 130) << first.output();
-  std::ifstream in(run / "logs" / "worker:0.log");
-  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string log = InterruptAndReadChiefLog(first, run);
   EXPECT_NE(log.find("step 5/"), std::string::npos) << log;
   EXPECT_EQ(log.find("in use by another job"), std::string::npos) << log;
   EXPECT_FALSE(fs::exists(run / "logs" / "evaluator:0.log"));
@@ -255,12 +259,7 @@ TEST_F(LaunchRealWorkerTest, TwoJobsStartedTogetherOnOneRunDirRunOnce) {
   EXPECT_EQ(lost->ShellCode(), 2) << loser.output();
   EXPECT_EQ(loser.output().find("[worker:"), std::string::npos) << loser.output();
   ASSERT_TRUE(winner.ReadUntil("[worker:0] step 5/", 30s)) << winner.output();
-  ASSERT_EQ(kill(winner.child().pid(), SIGINT), 0);
-  auto won = winner.Finish(10s);
-  ASSERT_TRUE(won.has_value());
-  EXPECT_EQ(won->ShellCode(), 130) << winner.output();
-  std::ifstream in(run / "logs" / "worker:0.log");
-  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string log = InterruptAndReadChiefLog(winner, run);
   size_t headers = 0;
   for (size_t at = log.find("==== mirrored-launch:"); at != std::string::npos; at = log.find("==== mirrored-launch:", at + 1))
     ++headers;
