@@ -1,12 +1,27 @@
 #include "launcher/process/line_tee.h"
 
+#include <cerrno>
+#include <cstring>
+
 namespace mirrored {
 
 LineTee::LineTee(std::string prefix, ConsoleWriter* console, int log_fd, size_t keep_last)
     : prefix_(std::move(prefix)), console_(console), log_fd_(log_fd), keep_last_(keep_last) {}
 
+void LineTee::WriteLog(std::string_view bytes) {
+  if (log_fd_ < 0 || log_failed_) return;
+  if (WriteAll(log_fd_, bytes)) return;
+  // Said once, on the console (the lines themselves still reach it).
+  log_failed_ = true;
+  const std::string why = std::strerror(errno);
+  if (console_ != nullptr) {
+    console_->WriteLine("[mirrored-launch] ", "cannot write the log file of " + prefix_.substr(1, prefix_.size() - 3) +
+                                                  " (" + why + "): its lines from here on reach the console only");
+  }
+}
+
 void LineTee::Append(std::string_view bytes) {
-  if (log_fd_ >= 0) WriteAll(log_fd_, bytes);
+  WriteLog(bytes);
   while (!bytes.empty()) {
     size_t nl = bytes.find('\n');
     if (nl == std::string_view::npos) {
@@ -30,7 +45,7 @@ void LineTee::Append(std::string_view bytes) {
 
 void LineTee::Finish() {
   if (partial_.empty()) return;
-  if (log_fd_ >= 0) WriteAll(log_fd_, "\n");
+  WriteLog("\n");
   EmitLine(partial_);
   partial_.clear();
 }

@@ -39,10 +39,14 @@ class LineTee {
 
  private:
   void EmitLine(std::string_view line);
+  // To the log file; a failure (disk full) is said once on the console, and
+  // the file is then left alone.
+  void WriteLog(std::string_view bytes);
 
   std::string prefix_;
   ConsoleWriter* console_;
   int log_fd_;
+  bool log_failed_ = false;
   size_t keep_last_;
   std::string partial_;
   std::deque<std::string> last_;

@@ -45,6 +45,21 @@ TEST_F(LineTeeTest, PrefixesWholeLinesWhateverTheChunking) {
   EXPECT_EQ(tee.lines_seen(), 4u);
 }
 
+// A log file that cannot be written (a full disk: /dev/full) is said once
+// on the console; every line still reaches the console.
+TEST_F(LineTeeTest, ALogFileThatCannotBeWrittenIsSaidOnceOnTheConsole) {
+  const int full = open("/dev/full", O_WRONLY | O_CLOEXEC);
+  if (full < 0) GTEST_SKIP() << "no /dev/full";
+  ConsoleWriter console(console_pipe_[1]);
+  LineTee tee("[worker:1] ", &console, full, 20);
+  tee.Append("step 1\nstep 2\n");
+  tee.Append("step 3\n");
+  close(full);
+  EXPECT_EQ(Drain(console_pipe_[0]),
+            "[mirrored-launch] cannot write the log file of worker:1 (No space left on device): its lines from here "
+            "on reach the console only\n[worker:1] step 1\n[worker:1] step 2\n[worker:1] step 3\n");
+}
+
 TEST_F(LineTeeTest, KeepsOnlyTheLastLines) {
   LineTee tee("", nullptr, -1, 3);
   for (int i = 0; i < 10; ++i) tee.Append("line " + std::to_string(i) + "\n");
