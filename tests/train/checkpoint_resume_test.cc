@@ -361,6 +361,25 @@ TEST_F(CheckpointResumeTest, ValidationLostToACrashAfterItsCheckpointIsRunOnResu
   EXPECT_EQ(validation_lines().size(), 1u);
 }
 
+// One evaluator per run directory: a second one (sharing the first one's
+// lease, it would evaluate every checkpoint again) is refused, exit 2.
+TEST_F(CheckpointResumeTest, ASecondEvaluatorOnARunDirectoryIsRefused) {
+  const fs::path run = dir_ / "two-evaluators";
+  const std::string tf_config = R"(TF_CONFIG={"cluster":{"worker":["127.0.0.1:1"]},"task":{"type":"evaluator","index":0}})";
+  const std::vector<std::string> argv = {kBin + "/mirrored-worker", "--run-dir", run.string(), "--poll-interval", "0.2"};
+  auto first = testing_util::WorkerProcess::Start(argv, {"PATH=/usr/bin:/bin", tf_config});
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE((*first)->WaitForOutput("evaluator following", 60s)) << (*first)->output();
+  ProcessRun second = RunProcess(argv, "", 60s, {tf_config});
+  ASSERT_TRUE(second.exit.has_value()) << second.output;
+  EXPECT_EQ(second.exit->exit_code, std::optional<int>(2)) << second.output;
+  EXPECT_NE(second.output.find("already has an evaluator (pid "), std::string::npos) << second.output;
+  ASSERT_EQ(kill((*first)->child().pid(), SIGTERM), 0);
+  auto stopped = (*first)->WaitExit(30s);
+  ASSERT_TRUE(stopped.has_value()) << (*first)->output();
+  EXPECT_EQ(stopped->ShellCode(), 128 + SIGTERM) << (*first)->output();
+}
+
 // A run extended with more steps, whose earlier run had no evaluator: the old
 // final checkpoint is evaluated like any other, and the evaluator goes on to
 // the new run's checkpoints, ending with its final one.

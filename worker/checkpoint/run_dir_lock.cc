@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -105,6 +106,14 @@ StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir, std::chrono
   return std::move(lock).value();
 }
 
+StatusOr<RunDirLock> RunDirLock::AcquireForEvaluator(const std::string& run_dir,
+                                                     std::chrono::milliseconds remote_wait) {
+  MIRRORED_ASSIGN_OR_RETURN(std::optional<RunDirLock> lock,
+                            AcquireFile(run_dir, CheckpointsDir(run_dir), kEvaluatorLockFileName, "evaluator",
+                                        remote_wait, /*remote_is_refusal=*/true));
+  return std::move(lock).value();
+}
+
 StatusOr<std::optional<RunDirLock>> RunDirLock::AcquireForLauncher(const std::string& run_dir) {
   // One file per machine: only this machine's launchers are sorted out here,
   // and a holder line is then never another machine's (a winner still
@@ -151,8 +160,12 @@ StatusOr<std::optional<RunDirLock>> RunDirLock::AcquireFile(const std::string& r
     const std::chrono::milliseconds wait = this_host ? SameMachineWait(holder) : remote_wait;
     if (std::chrono::steady_clock::now() >= start + wait) {
       close(fd);
-      return InvalidArgumentError("--run-dir " + run_dir + " is in use by another job (its " + holder_role + ": " +
-                                  (holder.empty() ? "unknown" : holder) + "), still after " + Seconds(wait) +
+      const std::string who = (holder.empty() ? "unknown" : holder) + "), still after " + Seconds(wait);
+      if (std::string_view(holder_role) == "evaluator") {
+        return InvalidArgumentError("--run-dir " + run_dir + " already has an evaluator (" + who +
+                                    ": one per run directory; stop that one first");
+      }
+      return InvalidArgumentError("--run-dir " + run_dir + " is in use by another job (its " + holder_role + ": " + who +
                                   ": give another --run-dir, or wait for that job to end");
     }
     if (!this_host && !said_waiting) {

@@ -20,6 +20,7 @@
 namespace mirrored {
 
 inline constexpr char kChiefLockFileName[] = "chief.lock";
+inline constexpr char kEvaluatorLockFileName[] = "evaluator.lock";
 inline constexpr char kLauncherLockFilePrefix[] = "launcher-";  // + host name + ".lock"
 // A holder on this machine: how long a live one is given (its launcher may
 // just have been killed, its exit not yet begun), and how long one whose
@@ -59,6 +60,12 @@ class RunDirLock {
   // first job's chief has locked it. A holder on another machine is not
   // judged here: nullopt, and the chief's lock decides.
   static StatusOr<std::optional<RunDirLock>> AcquireForLauncher(const std::string& run_dir);
+
+  // The evaluator's lock, RUN_DIR/checkpoints/evaluator.lock, held while it
+  // follows the run: a second evaluator would share the first one's lease
+  // and evaluate every checkpoint twice. Refused as Acquire refuses a second
+  // chief (a holder on another machine waited for up to `remote_wait`).
+  static StatusOr<RunDirLock> AcquireForEvaluator(const std::string& run_dir, std::chrono::milliseconds remote_wait);
 
   RunDirLock(RunDirLock&& other) noexcept;
   RunDirLock& operator=(RunDirLock&& other) noexcept;

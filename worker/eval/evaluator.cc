@@ -13,6 +13,7 @@
 #include "worker/checkpoint/checkpoint_index.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/evaluator_lease.h"
+#include "worker/checkpoint/run_dir_lock.h"
 #include "worker/checkpoint/training_done.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/eval/stop_signal.h"
@@ -104,6 +105,11 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
     }
   }
   std::filesystem::create_directories(options.run_dir, ec);
+  // One evaluator per run directory: a second would share this one's lease
+  // and evaluate every checkpoint again (exit 2). One on a dead machine may
+  // hold the lock on a network file system until the server frees it.
+  MIRRORED_ASSIGN_OR_RETURN(RunDirLock evaluator_lock,
+                            RunDirLock::AcquireForEvaluator(options.run_dir, std::chrono::minutes(2)));
   // First of all, so that the chief keeps what this evaluator has not seen.
   MIRRORED_RETURN_IF_ERROR(EvaluatorLease::Follow(env, options.run_dir));
   // A set-up that fails (data, log files) will not work on a retry either:
