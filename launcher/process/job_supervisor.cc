@@ -70,6 +70,24 @@ void CloseFd(int& fd) {
   fd = -1;
 }
 
+// Passes on what the task's (non-blocking) pipe holds now; at EOF or an
+// error, ends its last line and closes the pipe.
+void PumpOutput(RunningTask& t) {
+  char buf[65536];
+  while (t.out_fd >= 0) {
+    ssize_t n = read(t.out_fd, buf, sizeof(buf));
+    if (n > 0) {
+      t.tee->Append(std::string_view(buf, static_cast<size_t>(n)));
+      t.last_output = Clock::now();
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    t.tee->Finish();
+    CloseFd(t.out_fd);
+  }
+}
+
 }  // namespace
 
 JobSupervisor::JobSupervisor(ConsoleWriter* console, SupervisorOptions options)
@@ -132,18 +150,11 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
   // and it is started again after a pause (1 s, 2 s, 4 s... up to 30 s: a
   // transient cause, e.g. the file server, must not use up every restart).
   auto schedule_restart = [&](RunningTask& t, const ProcessExit& exit) {
-    char buf[65536];
-    while (t.out_fd >= 0) {
-      ssize_t n = read(t.out_fd, buf, sizeof(buf));
-      if (n > 0) {
-        t.tee->Append(std::string_view(buf, static_cast<size_t>(n)));
-      } else if (n < 0 && errno == EINTR) {
-        continue;
-      } else {
-        CloseFd(t.out_fd);  // EOF, or nothing more yet: a survivor's late output is not waited for
-      }
-    }
+    PumpOutput(t);
+    // Done with this process's pipe, even if a survivor of its group still
+    // holds it: its late output is not waited for.
     t.tee->Finish();
+    CloseFd(t.out_fd);
     const auto pause = std::chrono::seconds(std::min(30, 1 << std::min(t.restarts, 5)));
     t.restart_at = Clock::now() + pause;
     t.failed_exit = exit;
@@ -296,19 +307,7 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
     for (size_t k = 1; k < fds.size(); ++k) {
       RunningTask& t = running[owners[k].first];
       if (!owners[k].second && (fds[k].revents & (POLLIN | POLLHUP | POLLERR))) {
-        char buf[65536];
-        while (true) {
-          ssize_t n = read(t.out_fd, buf, sizeof(buf));
-          if (n > 0) {
-            t.tee->Append(std::string_view(buf, static_cast<size_t>(n)));
-            t.last_output = Clock::now();
-            continue;
-          }
-          if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
-          t.tee->Finish();  // EOF or error: the pipe is done
-          CloseFd(t.out_fd);
-          break;
-        }
+        PumpOutput(t);
       }
     }
     // Reap whoever ended (pidfd readable, or the fallback poll).
