@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "common/logging.h"
@@ -77,17 +78,29 @@ int Replace(int fd, const std::string& text) {
   return 0;
 }
 
-// Whether `line` goes: a train/validation line of a step after `step`, or
-// not a JSON object at all (what is left of a line a crashed writer cut,
-// once another writer ended it).
-bool Superseded(const std::string& line, int64_t step) {
+// A line's "kind" and "step"; `object` false when it is not a JSON object
+// (what is left of a line a crashed writer cut, once another writer ended it).
+struct LineFields {
+  bool object = false;
+  std::string kind;
+  std::optional<int64_t> step;
+};
+
+LineFields Fields(const std::string& line) {
+  LineFields f;
   auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!record.is_object()) return true;
-  auto kind = record.find("kind");
-  auto s = record.find("step");
-  if (kind == record.end() || s == record.end() || !kind->is_string() || !s->is_number_integer()) return false;
-  const std::string k = kind->get<std::string>();
-  return (k == "train" || k == "validation") && s->get<int64_t>() > step;
+  if (!record.is_object()) return f;
+  f.object = true;
+  if (auto kind = record.find("kind"); kind != record.end() && kind->is_string()) f.kind = kind->get<std::string>();
+  if (auto s = record.find("step"); s != record.end() && s->is_number_integer()) f.step = s->get<int64_t>();
+  return f;
+}
+
+// Whether `line` goes: a train/validation line of a step after `step`, or
+// not a JSON object at all.
+bool Superseded(const std::string& line, int64_t step) {
+  const LineFields f = Fields(line);
+  return !f.object || ((f.kind == "train" || f.kind == "validation") && f.step && *f.step > step);
 }
 
 }  // namespace
@@ -146,11 +159,8 @@ StatusOr<bool> MetricsLog::Has(const std::string& kind, int64_t step) {
   for (size_t begin = 0; begin < text.size();) {
     size_t end = text.find('\n', begin);
     if (end == std::string::npos) end = text.size();
-    auto record = nlohmann::json::parse(text.substr(begin, end - begin), nullptr, /*allow_exceptions=*/false);
-    if (record.is_object() && record.contains("kind") && record["kind"] == kind && record.contains("step") &&
-        record["step"].is_number_integer() && record["step"].get<int64_t>() == step) {
-      return true;
-    }
+    const LineFields f = Fields(text.substr(begin, end - begin));
+    if (f.kind == kind && f.step == step) return true;
     begin = end + 1;
   }
   return false;
