@@ -97,11 +97,16 @@ std::chrono::milliseconds SameMachineWait(const std::string& holder) {
   return HolderExiting(holder) ? kExitingHolderWait : kHolderGrace;
 }
 
+// How a lock held by another job's chief or launcher is refused.
+RunDirLock::Refusal kAnotherJob(const std::string& role) {
+  return {"is in use by another job (its " + role + ": ", "give another --run-dir, or wait for that job to end"};
+}
+
 }  // namespace
 
 StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir, std::chrono::milliseconds remote_wait) {
   MIRRORED_ASSIGN_OR_RETURN(std::optional<RunDirLock> lock,
-                            AcquireFile(run_dir, CheckpointsDir(run_dir), kChiefLockFileName, "chief", remote_wait,
+                            AcquireFile(run_dir, CheckpointsDir(run_dir), kChiefLockFileName, kAnotherJob("chief"), remote_wait,
                                         /*remote_is_refusal=*/true));
   return std::move(lock).value();
 }
@@ -109,7 +114,8 @@ StatusOr<RunDirLock> RunDirLock::Acquire(const std::string& run_dir, std::chrono
 StatusOr<RunDirLock> RunDirLock::AcquireForEvaluator(const std::string& run_dir,
                                                      std::chrono::milliseconds remote_wait) {
   MIRRORED_ASSIGN_OR_RETURN(std::optional<RunDirLock> lock,
-                            AcquireFile(run_dir, CheckpointsDir(run_dir), kEvaluatorLockFileName, "evaluator",
+                            AcquireFile(run_dir, CheckpointsDir(run_dir), kEvaluatorLockFileName,
+                                        {"already has an evaluator (", "one per run directory; stop that one first"},
                                         remote_wait, /*remote_is_refusal=*/true));
   return std::move(lock).value();
 }
@@ -122,12 +128,12 @@ StatusOr<std::optional<RunDirLock>> RunDirLock::AcquireForLauncher(const std::st
   for (char& c : host)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
   const std::string name = std::string(kLauncherLockFilePrefix) + host + ".lock";
-  return AcquireFile(run_dir, JoinPath(run_dir, "logs"), name.c_str(), "launcher", std::chrono::milliseconds(0),
+  return AcquireFile(run_dir, JoinPath(run_dir, "logs"), name.c_str(), kAnotherJob("launcher"), std::chrono::milliseconds(0),
                      /*remote_is_refusal=*/false);
 }
 
 StatusOr<std::optional<RunDirLock>> RunDirLock::AcquireFile(const std::string& run_dir, const std::string& dir,
-                                                            const char* name, const char* holder_role,
+                                                            const char* name, const Refusal& refusal,
                                                             std::chrono::milliseconds remote_wait,
                                                             bool remote_is_refusal) {
   std::error_code ec;
@@ -160,13 +166,9 @@ StatusOr<std::optional<RunDirLock>> RunDirLock::AcquireFile(const std::string& r
     const std::chrono::milliseconds wait = this_host ? SameMachineWait(holder) : remote_wait;
     if (std::chrono::steady_clock::now() >= start + wait) {
       close(fd);
-      const std::string who = (holder.empty() ? "unknown" : holder) + "), still after " + Seconds(wait);
-      if (std::string_view(holder_role) == "evaluator") {
-        return InvalidArgumentError("--run-dir " + run_dir + " already has an evaluator (" + who +
-                                    ": one per run directory; stop that one first");
-      }
-      return InvalidArgumentError("--run-dir " + run_dir + " is in use by another job (its " + holder_role + ": " + who +
-                                  ": give another --run-dir, or wait for that job to end");
+      return InvalidArgumentError("--run-dir " + run_dir + " " + refusal.what +
+                                  (holder.empty() ? "unknown" : holder) + "), still after " + Seconds(wait) + ": " +
+                                  refusal.advice);
     }
     if (!this_host && !said_waiting) {
       MIRRORED_LOG(WARNING) << "--run-dir " << run_dir << " is locked by a chief on another host (" << holder

@@ -30,6 +30,13 @@ inline constexpr std::chrono::milliseconds kExitingHolderWait{60000};
 
 class RunDirLock {
  public:
+  // How a lock held by someone else is refused:
+  // "--run-dir D <what><holder>), still after N s: <advice>", `what`
+  // opening the parenthesis.
+  struct Refusal {
+    std::string what;
+    std::string advice;
+  };
   // Creates RUN_DIR/checkpoints if needed and locks it for this process.
   // A holder on this machine (host name and boot id) is another job:
   // refused once it still holds the lock after kHolderGrace, or after
@@ -75,11 +82,10 @@ class RunDirLock {
 
  private:
   explicit RunDirLock(int fd) : fd_(fd) {}
-  // Locks `dir`/`name` (created with `dir`); `holder_role` names the holder
-  // in the refusal. A holder on another machine: waited for up to
+  // Locks `dir`/`name` (created with `dir`), refused as `refusal` says. A holder on another machine: waited for up to
   // remote_wait and refused if `remote_is_refusal`, else nullopt at once.
   static StatusOr<std::optional<RunDirLock>> AcquireFile(const std::string& run_dir, const std::string& dir,
-                                                         const char* name, const char* holder_role,
+                                                         const char* name, const Refusal& refusal,
                                                          std::chrono::milliseconds remote_wait, bool remote_is_refusal);
   int fd_ = -1;
 };
