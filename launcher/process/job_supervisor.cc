@@ -456,6 +456,10 @@ std::string FormatFailureReport(const JobOutcome& outcome) {
     out << "  " << r.name << ": " << r.exit.ToString();
     if (preempted && Preempted(r)) {
       out << " (preempted)";
+    } else if (r.exit.exit_code == kExitPeerFailed) {
+      // Its own exit: it saw the failure before (or while) the launcher
+      // stopped it.
+      out << " (stopped because another task failed)";
     } else if (r.stopped_by_supervisor) {
       out << " (stopped by the launcher)";
     }

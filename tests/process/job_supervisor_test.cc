@@ -109,6 +109,22 @@ TEST_F(JobSupervisorTest, FirstFailureStopsTheOthersAndIsReported) {
   EXPECT_NE(report.find("  | boom"), std::string::npos) << report;
 }
 
+// A task that the launcher signals but which exits 3 on its own (it had seen
+// its peer fail) is reported as that, not as stopped by the launcher.
+TEST_F(JobSupervisorTest, AnOtherTaskThatExitsThreeIsNotLabelledAsStoppedByTheLauncher) {
+  JobSupervisor supervisor(console_.get(), {.grace_period = 5s});
+  auto outcome = supervisor.Run(
+      {Shell("worker:0", "trap 'kill $!; exit 3' TERM; sleep 30 & touch \"$DIR/trapped\"; wait"),
+       Shell("worker:1", "while [ ! -e \"$DIR/trapped\" ]; do sleep 0.01; done; echo boom; exit 7")});
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->exit_code, 7);
+  const TaskResult& w0 = Result(*outcome, "worker:0");
+  EXPECT_EQ(w0.exit.exit_code, 3);
+  std::string report = FormatFailureReport(*outcome);
+  EXPECT_NE(report.find("worker:0: exit code 3 (stopped because another task failed)"), std::string::npos) << report;
+  EXPECT_EQ(report.find("stopped by the launcher"), std::string::npos) << report;
+}
+
 // A frozen task never exits by itself: its peer exits 3 first, naming it, and
 // the launcher kills the frozen one. The report points at the named task.
 TEST_F(JobSupervisorTest, ExitThreeFirstPointsAtTheTaskItNames) {
