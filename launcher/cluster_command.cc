@@ -40,13 +40,14 @@ void ClusterCommand::Register(CLI::App& app) {
   subcommand_->add_option("worker_args", worker_args_, "Arguments for the task, after --");
 }
 
-StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int generation, bool* is_chief) const {
+StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int generation,
+                                              ClusterConfig* resolved) const {
   ExplainCommand::Options resolve = resolve_;
   if (tf_config_option_ != nullptr && tf_config_option_->count() > 0) resolve.tf_config = tf_config_text_;
   MIRRORED_ASSIGN_OR_RETURN(ClusterConfig config, ExplainCommand::Resolve(resolve, env));
   const std::string binary = ResolveWorkerBinary(worker_binary_);
   MIRRORED_RETURN_IF_ERROR(CheckWorkerBinary(binary));
-  if (is_chief != nullptr) *is_chief = config.IsChief();
+  if (resolved != nullptr) *resolved = config;
   TaskLaunch t;
   t.name = config.task.ToString();
   t.is_training = !config.IsEvaluator();
@@ -79,8 +80,9 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
     return kExitUsage;
   }
   resolved_run_dir_ = run_dir_.empty() ? DefaultRunDir() : run_dir_;
-  bool chief = false;
-  auto first = PlanTask(env, 0, &chief);
+  ClusterConfig config;
+  auto first = PlanTask(env, 0, &config);
+  const bool chief = config.IsChief();
   if (!first.ok()) {
     err << "mirrored-launch: error: " << first.status().message() << "\n";
     return ExitCodeFor(first.status());
@@ -112,6 +114,23 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
     err << "mirrored-launch: error: " << claim.status().message() << "\n";
     return ExitCodeFor(claim.status());
   }
+  // What this host runs, as `local` says it: every host of the job prints
+  // one, so a console shows which task it is and where the job meets.
+  err << "mirrored-launch: cluster task " << first->name << (chief ? " (chief)" : "");
+  if (config.is_single_local_task) {
+    err << ", alone (no cluster in " << config.source << ")";
+  } else {
+    const int training = config.NumTrainingTasks();
+    err << " of a job of " << training << " training task" << (training == 1 ? "" : "s")
+        << (config.cluster.NumTasks(std::string(kEvaluatorJob)) > 0 ? " + evaluator" : "") << " (from " << config.source
+        << ")";
+    // The evaluator follows the checkpoints; it never joins the service.
+    if (!config.IsEvaluator()) {
+      err << ", coordination service at " << config.cluster.CoordinatorAddress().ToString()
+          << (chief ? " (hosted here)" : "");
+    }
+  }
+  err << ", run directory " << resolved_run_dir_ << "\n";
   SupervisedRunOptions run{.run_dir = resolved_run_dir_,
                            .max_restarts = max_restarts_,
                            .grace_period = std::chrono::milliseconds(static_cast<long>(grace_period_sec_ * 1000))};

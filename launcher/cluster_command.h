@@ -28,8 +28,8 @@ class ClusterCommand {
   int Run(const EnvironmentMap& env, std::ostream& out, std::ostream& err);
 
   // The task this host runs for generation `generation` (exposed for tests).
-  // `is_chief`, when given, says whether the task is the job's chief.
-  StatusOr<TaskLaunch> PlanTask(const EnvironmentMap& env, int generation, bool* is_chief = nullptr) const;
+  // `resolved`, when given, receives the cluster and task it was planned from.
+  StatusOr<TaskLaunch> PlanTask(const EnvironmentMap& env, int generation, ClusterConfig* resolved = nullptr) const;
 
  private:
   CLI::App* subcommand_ = nullptr;

@@ -392,8 +392,8 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
                                                   CheckpointWriterOptions{.keep_checkpoints = options.keep_checkpoints});
     }
     MIRRORED_LOG(INFO) << "training " << options.model << " on " << strategy.Describe() << "; global batch "
-                       << global_batch << ", " << steps_per_epoch << " steps per epoch, " << total_steps
-                       << " steps";
+                       << global_batch << ", " << steps_per_epoch << " step" << (steps_per_epoch == 1 ? "" : "s")
+                       << " per epoch, " << total_steps << " step" << (total_steps == 1 ? "" : "s") << " in all";
     if (options.max_steps > total_steps) {
       MIRRORED_LOG(WARNING) << "--max-steps " << options.max_steps << " is beyond --epochs " << options.epochs << " ("
                             << total_steps << " steps at global batch " << global_batch
