@@ -14,6 +14,7 @@
 #include <regex>
 #include <sstream>
 
+#include "common/seconds_text.h"
 #include "launcher/process/line_tee.h"
 
 namespace mirrored {
@@ -46,12 +47,6 @@ bool EndedBecauseStopped(const RunningTask& t, const ProcessExit& e) {
   int code = *e.exit_code;
   return code == 0 || code == kExitPeerFailed || code == 128 + *t.signal_sent ||
          code == 128 + SIGTERM;
-}
-
-std::string FormatSeconds(std::chrono::milliseconds ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g s", static_cast<double>(ms.count()) / 1000);
-  return buf;
 }
 
 // "==== mirrored-launch: worker:0 started 2026-11-23 03:44:43 UTC ====".
@@ -352,7 +347,7 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
         if (console_ != nullptr) {
           console_->WriteLine("[mirrored-launch] ",
                               t.launch->name + " printed nothing for " +
-                                  FormatSeconds(options_.evaluator_stall_timeout) +
+                                  SecondsText(options_.evaluator_stall_timeout) +
                                   " after training ended: stopping it (hung?)");
         }
         begin_stop(SIGTERM);

@@ -18,17 +18,12 @@
 #include <utility>
 
 #include "common/logging.h"
+#include "common/seconds_text.h"
 #include "worker/checkpoint/checkpoint_index.h"
 #include "worker/checkpoint/file_env.h"
 
 namespace mirrored {
 namespace {
-
-std::string Seconds(std::chrono::milliseconds ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3g s", static_cast<double>(ms.count()) / 1000);
-  return buf;
-}
 
 std::string HostName() {
   char host[256] = "?";
@@ -167,12 +162,12 @@ StatusOr<std::optional<RunDirLock>> RunDirLock::AcquireFile(const std::string& r
     if (std::chrono::steady_clock::now() >= start + wait) {
       close(fd);
       return InvalidArgumentError("--run-dir " + run_dir + " " + refusal.what +
-                                  (holder.empty() ? "unknown" : holder) + "), still after " + Seconds(wait) + ": " +
+                                  (holder.empty() ? "unknown" : holder) + "), still after " + SecondsText(wait) + ": " +
                                   refusal.advice);
     }
     if (!this_host && !said_waiting) {
       MIRRORED_LOG(WARNING) << "--run-dir " << run_dir << " is locked by a chief on another host (" << holder
-                            << "); waiting up to " << Seconds(remote_wait)
+                            << "); waiting up to " << SecondsText(remote_wait)
                             << " for it to end or, if that host died, for the file server to free its lock";
       said_waiting = true;
     }

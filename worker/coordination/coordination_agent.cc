@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/logging.h"
+#include "common/seconds_text.h"
 #include "worker/coordination/task_failure.h"
 
 namespace mirrored::coordination {
@@ -75,7 +76,7 @@ Status CoordinationAgent::Connect() {
   // Said, since the call lasts until every task came (a late or missing one
   // would otherwise leave this task silent for the registration timeout).
   MIRRORED_LOG(INFO) << "registering with " << ServiceName() << "; waiting for every task of the job (up to "
-                     << options_.registration_timeout_ms / 1000 << " s)";
+                     << SecondsText(std::chrono::milliseconds(options_.registration_timeout_ms)) << ")";
   StatusOr<rpc::RegisterResponse> resp = RegisterPastFailedGeneration(req);
   Status status = resp.status();
   if (status.ok()) {

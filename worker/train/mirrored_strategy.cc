@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "common/logging.h"
+#include "common/seconds_text.h"
 #include "mirrored/config.h"
 #include "worker/comm/cpu_replica_group.h"
 #include "worker/comm/gloo_process_group.h"
@@ -165,7 +166,7 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
       MIRRORED_LOG(WARNING) << "the chief's address " << chief_address->ToString() << " (" << chief.ToString()
                             << " in TF_CONFIG's cluster) does not resolve yet: " << why
                             << "; registration keeps trying for --registration-timeout ("
-                            << options.registration_timeout.count() / 1000 << " s)";
+                            << SecondsText(options.registration_timeout) << ")";
     }
     ao.task_name = s->task_name_;
     ao.device_count = s->local_replicas_;
