@@ -5,6 +5,7 @@
 #include <chrono>
 #include <sys/stat.h>
 
+#include "common/launcher_environment.h"
 #include "common/cluster/tf_config_parser.h"
 #include "launcher/job/local_job_plan.h"
 #include "launcher/supervised_run.h"
@@ -53,12 +54,12 @@ StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int gen
   t.is_training = !config.IsEvaluator();
   const std::string& run_dir = resolved_run_dir_;
   for (const auto& [key, value] : env) {
-    if (key == "TF_CONFIG" || key == "MIRRORED_GENERATION" || key == "MIRRORED_TRAINING_ENDED") continue;
+    if (key == "TF_CONFIG" || key == kGenerationVariable || key == kTrainingEndedVariable) continue;
     t.env.push_back(key + "=" + value);
   }
   // The worker always reads TF_CONFIG, whatever source the launcher used.
   t.env.push_back("TF_CONFIG=" + config.ToTfConfigJson());
-  t.env.push_back("MIRRORED_GENERATION=" + std::to_string(generation));
+  t.env.push_back(std::string(kGenerationVariable) + "=" + std::to_string(generation));
   t.argv = {binary};
   t.argv.insert(t.argv.end(), worker_args_.begin(), worker_args_.end());
   t.argv.insert(t.argv.end(), {"--run-dir", run_dir});
@@ -87,7 +88,7 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
     err << "mirrored-launch: error: " << first.status().message() << "\n";
     return ExitCodeFor(first.status());
   }
-  if (!Lookup(env, "MIRRORED_JOB_TOKEN")) {
+  if (!Lookup(env, kJobTokenVariable)) {
     err << "mirrored-launch: warning: MIRRORED_JOB_TOKEN is not set: the coordination service will serve "
            "anyone who can reach it; set the same secret on every host\n";
   }

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "common/cluster/tf_config_parser.h"
+#include "common/launcher_environment.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "mirrored/config.h"
@@ -45,7 +46,7 @@ int RunWorker(const WorkerOptions& options) {
   // Under mirrored-launch (which sets MIRRORED_GENERATION) every line is
   // already prefixed with the task's name and teed to logs/<task>.log; a tag
   // of our own would print the name twice.
-  if (std::getenv("MIRRORED_GENERATION") == nullptr) SetLogTag(task);
+  if (!LauncherGeneration()) SetLogTag(task);
   if (config->IsEvaluator()) {
     StopSignal::Install();  // SIGINT/SIGTERM: stop between checkpoints, end the lease
     auto evaluated = RunEvaluator(options);

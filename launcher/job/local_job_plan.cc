@@ -9,6 +9,8 @@
 #include <random>
 #include <regex>
 
+#include "common/launcher_environment.h"
+
 extern char** environ;
 
 namespace mirrored {
@@ -26,8 +28,8 @@ bool HasKey(const std::string& entry, std::string_view key) {
 // (MIRRORED_LOG_LEVEL, MIRRORED_DATA_CACHE, ...), passes through.
 bool IsLauncherSetKey(const std::string& entry) {
   return HasKey(entry, "TF_CONFIG") || HasKey(entry, "CUDA_VISIBLE_DEVICES") ||
-         HasKey(entry, "MIRRORED_JOB_TOKEN") || HasKey(entry, "MIRRORED_GENERATION") ||
-         HasKey(entry, "MIRRORED_TRAINING_ENDED");
+         HasKey(entry, kJobTokenVariable) || HasKey(entry, kGenerationVariable) ||
+         HasKey(entry, kTrainingEndedVariable);
 }
 
 std::string Join(const std::vector<std::string>& parts, const char* sep) {
@@ -166,7 +168,7 @@ std::vector<TaskLaunch> LocalJobPlan::Tasks(int generation,
     t.env = inherited;
     t.env.push_back("TF_CONFIG=" + tf_config.dump());
     t.env.push_back("MIRRORED_JOB_TOKEN=" + job_token_);
-    t.env.push_back("MIRRORED_GENERATION=" + std::to_string(generation));
+    t.env.push_back(std::string(kGenerationVariable) + "=" + std::to_string(generation));
     t.argv = {options_.worker_binary};
     t.argv.insert(t.argv.end(), options_.worker_args.begin(), options_.worker_args.end());
     t.argv.insert(t.argv.end(), {"--run-dir", options_.run_dir});

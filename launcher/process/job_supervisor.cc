@@ -14,6 +14,7 @@
 #include <regex>
 #include <sstream>
 
+#include "common/launcher_environment.h"
 #include "common/seconds_text.h"
 #include "launcher/process/line_tee.h"
 
@@ -166,7 +167,7 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
   auto start_again = [&](RunningTask& t, bool training_ended) {
     if (t.log_fd >= 0) WriteLogHeader(t.log_fd, t.launch->name + " started again");
     std::vector<std::string> env = t.launch->env;
-    if (training_ended) env.push_back("MIRRORED_TRAINING_ENDED=1");
+    if (training_ended) env.push_back(std::string(kTrainingEndedVariable) + "=1");
     auto child = ChildProcess::Spawn(t.launch->argv, env);
     if (!child.ok()) {
       if (console_ != nullptr) {

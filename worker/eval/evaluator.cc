@@ -10,6 +10,7 @@
 #include <map>
 
 #include "common/logging.h"
+#include "common/launcher_environment.h"
 #include "worker/checkpoint/checkpoint_index.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/evaluator_lease.h"
@@ -98,7 +99,7 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
     // otherwise wait forever in silence.
     const std::string waiting =
         CheckpointsDir(options.run_dir) + " does not exist yet: waiting for the job's chief to write checkpoints";
-    if (std::getenv("MIRRORED_GENERATION") != nullptr) {
+    if (LauncherGeneration()) {
       MIRRORED_LOG(INFO) << waiting;
     } else {
       MIRRORED_LOG(WARNING) << waiting << " there (check --run-dir if no job is starting)";
@@ -169,9 +170,7 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
   // One started on its own trusts any record, and so does one the launcher
   // started again after every training task ended well
   // (MIRRORED_TRAINING_ENDED): the record is that job's.
-  const char* training_ended = std::getenv("MIRRORED_TRAINING_ENDED");
-  const bool beside_a_job = std::getenv("MIRRORED_GENERATION") != nullptr &&
-                            !(training_ended != nullptr && std::string_view(training_ended) == "1");
+  const bool beside_a_job = LauncherGeneration() && !LauncherSaysTrainingEnded();
   auto quiet_since = Clock::now();
   std::map<int64_t, Status> unreadable;  // checkpoints skipped as damaged or gone, and why
   MIRRORED_LOG(INFO) << "evaluator following " << options.run_dir << "/checkpoints every " << options.poll_interval_sec

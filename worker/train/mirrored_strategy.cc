@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "common/logging.h"
+#include "common/launcher_environment.h"
 #include "common/seconds_text.h"
 #include "mirrored/config.h"
 #include "worker/comm/cpu_replica_group.h"
@@ -270,9 +271,8 @@ Status MirroredStrategy::CheckSameDeviceKind(const std::vector<std::string>& tas
 
 StrategyOptions StrategyOptions::FromEnvironment() {
   StrategyOptions o;
-  if (const char* token = std::getenv("MIRRORED_JOB_TOKEN")) o.job_token = token;
-  // 0 for a job's first run, k after k restarts by the launcher.
-  if (const char* generation = std::getenv("MIRRORED_GENERATION")) o.restarted = std::atoi(generation) > 0;
+  if (const char* token = std::getenv(kJobTokenVariable)) o.job_token = token;
+  o.restarted = LauncherGeneration().value_or(0) > 0;
   return o;
 }
 
