@@ -128,6 +128,17 @@ fi
 export MIRRORED_BIN_DIR="$here/bin"
 [ -d "$here/data" ] && export MIRRORED_DATA_DIR="${MIRRORED_DATA_DIR:-$here/data}"
 missing=$(for b in "$here"/bin/*; do ldd "$b" 2>&1 | grep -E "not found" || true; done | sort -u)
+# Loaded at run time, which ldd cannot see: cuBLAS (dlopen'ed by the GPU
+# backend) and cuDNN's sub-libraries; a missing one would only show as a
+# thrown error at the first GPU call.
+for lib in libcublas.so.13 libcublasLt.so.13 libcudnn_graph.so.9 libcudnn_ops.so.9 libcudnn_cnn.so.9 \
+           libcudnn_heuristic.so.9 libcudnn_engines_precompiled.so.9; do
+  found=""
+  IFS=: read -r -a search <<< "$LD_LIBRARY_PATH"
+  for d in "${search[@]}"; do [ -n "$d" ] && [ -e "$d/$lib" ] && { found=1; break; }; done
+  [ -n "$found" ] || ldconfig -p 2>/dev/null | grep -q " $lib " || missing="${missing:+$missing
+}	$lib => not found (loaded at run time)"
+done
 if [ -n "$missing" ]; then
   echo "run: some libraries do not resolve (LD_LIBRARY_PATH=$LD_LIBRARY_PATH):" >&2
   echo "$missing" >&2

@@ -118,6 +118,26 @@ TEST(DeviceChoiceStrategyTest, GpuOnThisHostFailsBeforeJoiningAndAutoRunsCpuRepl
   EXPECT_EQ(gpus, (std::vector<int>{-1, -1}));
 }
 
+// A replica function that throws (as the GPU backend's kernels throw
+// CudaError) fails its replica with the exception's text; the replica
+// waiting for it in a collective is aborted instead of hanging.
+TEST(DeviceChoiceStrategyTest, AnExceptionInAReplicaIsItsErrorAndAbortsTheOthers) {
+  StrategyOptions cpu;
+  cpu.device = DeviceKind::kCpu;
+  cpu.cpu_replicas = 2;
+  auto strategy = MirroredStrategy::Create(SingleLocalTaskConfig("test"), cpu);
+  ASSERT_TRUE(strategy.ok()) << strategy.status();
+  Status s = (*strategy)->RunReplicas([&](ReplicaContext& r) -> Status {
+    if (r.local_replica() == 1) throw std::runtime_error("cudnnConvolutionForward failed: CUDNN_STATUS_EXECUTION_FAILED");
+    std::vector<float> v = {1.0f};
+    return r.SumAcrossReplicas(v);  // replica 1 never comes
+  });
+  EXPECT_EQ(s.code(), StatusCode::kInternal) << s;
+  EXPECT_NE(s.message().find("replica 1: cudnnConvolutionForward failed: CUDNN_STATUS_EXECUTION_FAILED"),
+            std::string::npos)
+      << s;
+}
+
 // worker:1 believes it has a GPU (a fake probe), worker:0 runs CPU replicas:
 // both learn it at rendezvous and fail with InvalidArgument naming both,
 // instead of one waiting in NCCL's init and the other in Gloo's connect.

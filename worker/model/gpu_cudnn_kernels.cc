@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/logging.h"
 #include "worker/model/cublas_library.h"
 #include "worker/model/cuda_check.h"
 #include "worker/model/gpu_kernels.h"
@@ -140,21 +141,31 @@ class CudnnConv final : public ConvKernel {
     int got = 0;
     cudnnConvolutionFwdAlgoPerf_t fwd[8];
     MIRRORED_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, x_.get(), filter_, conv_, y_.get(), 8, &got, fwd));
-    a.fwd = FirstSupported(fwd, got, "convolution forward");
+    const auto& f = FirstSupported(fwd, got, "convolution forward");
+    a.fwd = f.algo;
     MIRRORED_CUDNN_CHECK(
         cudnnGetConvolutionForwardWorkspaceSize(h, x_.get(), filter_, conv_, y_.get(), a.fwd, &a.fwd_bytes));
     cudnnConvolutionBwdDataAlgoPerf_t bd[8];
     MIRRORED_CUDNN_CHECK(
         cudnnGetConvolutionBackwardDataAlgorithm_v7(h, filter_, y_.get(), conv_, x_.get(), 8, &got, bd));
-    a.bwd_data = FirstSupported(bd, got, "convolution backward data");
+    const auto& d = FirstSupported(bd, got, "convolution backward data");
+    a.bwd_data = d.algo;
     MIRRORED_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, filter_, y_.get(), conv_, x_.get(),
                                                                       a.bwd_data, &a.bwd_data_bytes));
     cudnnConvolutionBwdFilterAlgoPerf_t bf[8];
     MIRRORED_CUDNN_CHECK(
         cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x_.get(), y_.get(), conv_, filter_, 8, &got, bf));
-    a.bwd_filter = FirstSupported(bf, got, "convolution backward filter");
+    const auto& w = FirstSupported(bf, got, "convolution backward filter");
+    a.bwd_filter = w.algo;
     MIRRORED_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, x_.get(), y_.get(), conv_, filter_,
                                                                         a.bwd_filter, &a.bwd_filter_bytes));
+    // What a GPU run picked, for MIRRORED_LOG_LEVEL=debug (the algorithm and
+    // math type enums of cudnn_cnn.h / cudnn_graph.h).
+    MIRRORED_LOG(DEBUG) << "cuDNN " << s_.kernel << "x" << s_.kernel << " conv " << s_.in_c << "->" << s_.out_c
+                        << " on " << s_.in_h << "x" << s_.in_w << ", batch " << n << ": forward algo " << f.algo
+                        << " (math " << f.mathType << ", " << a.fwd_bytes << " B), backward data algo " << d.algo
+                        << " (math " << d.mathType << ", " << a.bwd_data_bytes << " B), backward filter algo "
+                        << w.algo << " (math " << w.mathType << ", " << a.bwd_filter_bytes << " B)";
     // Grown here (Forward), never in Backward: cudaFree synchronises the
     // device, which must not happen while bucket all-reduces are in flight.
     ctx_->Workspace(std::max({a.fwd_bytes, a.bwd_data_bytes, a.bwd_filter_bytes}));
@@ -163,9 +174,9 @@ class CudnnConv final : public ConvKernel {
 
   // The first algorithm cuDNN's heuristics rank as supported, in their order.
   template <typename Perf>
-  auto FirstSupported(const Perf* perf, int got, const char* what) const -> decltype(perf->algo) {
+  const Perf& FirstSupported(const Perf* perf, int got, const char* what) const {
     for (int i = 0; i < got; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS) return perf[i].algo;
+      if (perf[i].status == CUDNN_STATUS_SUCCESS) return perf[i];
     throw CudaError(std::string(what) + ": cuDNN offers no supported algorithm for a " +
                     std::to_string(s_.kernel) + "x" + std::to_string(s_.kernel) + " stride " +
                     std::to_string(s_.stride) + " convolution " + std::to_string(s_.in_c) + " -> " +
@@ -258,21 +269,35 @@ class CudnnBatchNorm final : public BatchNormKernel {
 }  // namespace
 
 GpuContext::GpuContext(int ordinal, bool allow_tf32) : ordinal_(ordinal), allow_tf32_(allow_tf32) {
-  MIRRORED_CUDA_CHECK(cudaSetDevice(ordinal));
-  MIRRORED_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  const CublasLibrary& cublas = CublasLibrary::Get();
-  MIRRORED_CUBLAS_CHECK(cublas.Create(&cublas_));
-  MIRRORED_CUBLAS_CHECK(cublas.SetStream(cublas_, stream_));
-  MIRRORED_CUBLAS_CHECK(cublas.SetMathMode(cublas_, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
-  MIRRORED_CUDNN_CHECK(cudnnCreate(&cudnn_));
-  MIRRORED_CUDNN_CHECK(cudnnSetStream(cudnn_, stream_));
+  try {
+    MIRRORED_CUDA_CHECK(cudaSetDevice(ordinal));
+    MIRRORED_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    const CublasLibrary& cublas = CublasLibrary::Get();  // throws when cuBLAS cannot be loaded
+    MIRRORED_CUBLAS_CHECK(cublas.Create(&cublas_));
+    MIRRORED_CUBLAS_CHECK(cublas.SetStream(cublas_, stream_));
+    // FP32 SGEMM without TF32 unless allowed: cuBLAS's default math, as
+    // PyTorch sets it with allow_tf32 off (pedantic math would forbid some
+    // faster FP32 kernels too).
+    MIRRORED_CUBLAS_CHECK(cublas.SetMathMode(cublas_, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    MIRRORED_CUDNN_CHECK(cudnnCreate(&cudnn_));
+    MIRRORED_CUDNN_CHECK(cudnnSetStream(cudnn_, stream_));
+  } catch (...) {
+    Release();  // the destructor does not run for a constructor that throws
+    throw;
+  }
 }
 
-GpuContext::~GpuContext() {
+GpuContext::~GpuContext() { Release(); }
+
+void GpuContext::Release() {
   if (workspace_ != nullptr) cudaFree(workspace_);
   if (cudnn_ != nullptr) cudnnDestroy(cudnn_);
   if (cublas_ != nullptr) CublasLibrary::Get().Destroy(cublas_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  workspace_ = nullptr;
+  cudnn_ = nullptr;
+  cublas_ = nullptr;
+  stream_ = nullptr;
 }
 
 void* GpuContext::Workspace(size_t bytes) {

@@ -37,6 +37,8 @@ class GpuContext {
   void* Workspace(size_t bytes);
 
  private:
+  void Release();
+
   int ordinal_;
   bool allow_tf32_;
   cudaStream_t stream_ = nullptr;

@@ -96,6 +96,20 @@ std::string GlooInterfaceAddress(const std::optional<HostPort>& mine, const Host
   return result;
 }
 
+// fn on one replica; an exception (the GPU backend's kernels throw
+// CudaError) becomes the replica's error instead of std::terminate.
+Status RunReplica(const std::function<Status(ReplicaContext&)>& fn, ReplicaContext& ctx) {
+  const std::string who = "replica " + std::to_string(ctx.global_rank()) +
+                          (ctx.on_gpu() ? " (GPU " + std::to_string(ctx.gpu()) + ")" : std::string());
+  try {
+    return fn(ctx);
+  } catch (const std::exception& e) {
+    return InternalError(who + ": " + e.what());
+  } catch (...) {
+    return InternalError(who + ": an exception that is not a std::exception");
+  }
+}
+
 }  // namespace
 
 MirroredStrategy::~MirroredStrategy() {
@@ -413,7 +427,7 @@ Status MirroredStrategy::RunReplicas(const std::function<Status(ReplicaContext&)
       ReplicaContext ctx(r, &replicas_->replica(r), gpu);
       // The thread's own device, once, before the replica creates anything.
       Status s = gpu >= 0 ? BindThreadToGpu(gpu) : OkStatus();
-      if (s.ok()) s = fn(ctx);
+      if (s.ok()) s = RunReplica(fn, ctx);
       if (!s.ok()) replicas_->Abort(s);  // the other local replicas stop waiting
       results[static_cast<size_t>(r)] = s;
     });

@@ -144,7 +144,9 @@ class MirroredStrategy {
   std::string Describe() const;
 
   // Runs fn on one thread per local replica and returns the first error;
-  // an error in one replica aborts the others' collectives.
+  // an error in one replica aborts the others' collectives. An exception
+  // escaping fn (a GPU kernel's CudaError) is that replica's error
+  // (Internal, naming the replica), not a crash of the process.
   Status RunReplicas(const std::function<Status(ReplicaContext&)>& fn);
 
   // The job-wide error that aborted this task (OK if none).

@@ -17,7 +17,6 @@
 #include "worker/data/batch_sampler.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/model/cpu_backend.h"
-#include "worker/model/cuda_check.h"
 #include "worker/model/model.h"
 #include "worker/model/optimizer.h"
 #include "worker/summary/event_writer.h"
@@ -641,15 +640,9 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
     }
     return OkStatus();
   };
-  Status status = strategy.RunReplicas([&](ReplicaContext& replica) -> Status {
-    // GPU replica code throws CudaError from inside the model's kernels.
-    try {
-      return train_replica(replica);
-    } catch (const model::CudaError& e) {
-      return InternalError(std::string("replica ") + std::to_string(replica.global_rank()) + " (GPU " +
-                           std::to_string(replica.gpu()) + "): " + e.what());
-    }
-  });
+  // GPU replica code throws CudaError from inside the model's kernels:
+  // RunReplicas returns it as the replica's error.
+  Status status = strategy.RunReplicas(train_replica);
   if (!status.ok()) return status;
   return summary;
 }
