@@ -186,10 +186,15 @@ Status NcclCommunicator::Issue(const Op& op) {
 }
 
 Status NcclCommunicator::WaitForCompletion(std::chrono::steady_clock::time_point deadline) {
-  // Poll with a growing pause: small collectives finish in microseconds, a
-  // hung one must not burn a CPU core for the whole timeout.
-  auto pause = std::chrono::microseconds(2);
-  constexpr auto kMaxPause = std::chrono::microseconds(500);
+  // Poll: yielding for the first 200 us (small collectives finish in
+  // microseconds, and a sleep lasts at least ~50 us of timer slack), then
+  // with a pause that grows to 200 us, so that a long or hung one neither
+  // burns a CPU core for the whole timeout nor is seen more than 200 us late
+  // (a step on a GPU can take about a millisecond).
+  constexpr auto kSpin = std::chrono::microseconds(200);
+  constexpr auto kMaxPause = std::chrono::microseconds(200);
+  const auto spin_until = std::chrono::steady_clock::now() + kSpin;
+  auto pause = std::chrono::microseconds(20);
   for (;;) {
     if (abort_state_->aborted.load()) return AbortReason();
     const ncclResult_t async = AsyncError();
@@ -216,6 +221,10 @@ Status NcclCommunicator::WaitForCompletion(std::chrono::steady_clock::time_point
       return DeadlineExceededError("not complete within the " + std::to_string(timeout_.count()) +
                                    " ms collective timeout: a peer replica did not join it or is stuck "
                                    "(check the other tasks' logs)");
+    }
+    if (std::chrono::steady_clock::now() < spin_until) {
+      std::this_thread::yield();
+      continue;
     }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::duration_cast<std::chrono::microseconds>(kMaxPause));
