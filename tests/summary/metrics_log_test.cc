@@ -95,6 +95,17 @@ TEST_F(MetricsLogTest, SupersedeAfterDropsLaterTrainAndValidationLinesAndKeepsEv
   EXPECT_EQ(fs::last_write_time(path_), before);
 }
 
+// A fresh start: no checkpoint is left, so the eval lines go too.
+TEST_F(MetricsLogTest, SupersedeAfterWithEvalTooDropsLaterEvalLines) {
+  Write(Line("train", 10).dump() + "\n" + Line("eval", 10).dump() + "\n" + Line("validation", 20).dump() + "\n");
+  auto log = MetricsLog::Open(path_);
+  ASSERT_TRUE(log.ok()) << log.status();
+  auto removed = (*log)->SupersedeAfter(0, MetricsLog::Lines::kEvalToo);
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_EQ(*removed, 3);
+  EXPECT_EQ(Contents(), "");
+}
+
 TEST_F(MetricsLogTest, AnIncompleteLastLineIsEndedBeforeTheNextAndDroppedBySupersede) {
   Write(Line("train", 10).dump() + "\n" + "{\"kind\":\"train\",\"st");  // a writer died mid-line
   auto log = MetricsLog::Open(path_);

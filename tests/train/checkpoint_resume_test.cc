@@ -409,6 +409,52 @@ TEST_F(CheckpointResumeTest, ExtendedRunsNewCheckpointsAreEvaluatedPastTheOldFin
   EXPECT_NE(fresh.output.find("evaluated final checkpoint ckpt-30"), std::string::npos) << fresh.output;
 }
 
+// The eval lines of metrics.jsonl, as (step, checkpoint).
+std::vector<std::pair<int64_t, std::string>> EvalLines(const fs::path& run) {
+  std::vector<std::pair<int64_t, std::string>> lines;
+  std::ifstream in(run / "metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j["kind"] == "eval") lines.emplace_back(j["step"].get<int64_t>(), j["checkpoint"]);
+  }
+  return lines;
+}
+
+// A job started afresh on a run directory whose checkpoints were deleted
+// (metrics.jsonl and the evaluator's lease kept): the old run's eval lines
+// go with its checkpoints, and the evaluator, whose lease is ahead of every
+// new checkpoint, evaluates the new run's. An evaluator that died between its
+// metrics line and its lease update does not write the line twice.
+TEST_F(CheckpointResumeTest, AFreshStartDropsTheOldEvalLinesAndEachCheckpointHasOneLine) {
+  const fs::path run = dir_ / "afresh";
+  auto job = [&](const std::string& max_steps) {
+    std::vector<std::string> argv = Job(run, {"--poll-interval", "0.1"}, max_steps);
+    argv.insert(argv.begin() + 2, "--evaluator");
+    return argv;
+  };
+  ProcessRun first = RunProcess(job("20"));
+  ASSERT_TRUE(first.exit && first.exit->success()) << first.output;
+  ASSERT_EQ(EvalLines(run), (std::vector<std::pair<int64_t, std::string>>{{10, "ckpt-10"}, {20, "ckpt-20"}}));
+  for (const auto& e : fs::directory_iterator(run / "checkpoints"))
+    if (e.path().filename() != "eval-lease") fs::remove_all(e.path());
+
+  ProcessRun second = RunProcess(job("10"));
+  ASSERT_TRUE(second.exit && second.exit->success()) << second.output;
+  EXPECT_NE(second.output.find("evaluating its checkpoints again"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("[evaluator:0] evaluated final checkpoint ckpt-10"), std::string::npos)
+      << second.output;
+  EXPECT_EQ(EvalLines(run), (std::vector<std::pair<int64_t, std::string>>{{10, "ckpt-10"}})) << second.output;
+
+  // The lease as an evaluator killed after its line for ckpt-10 left it.
+  std::ofstream(run / "checkpoints" / "eval-lease", std::ios::trunc)
+      << R"({"reading":"ckpt-10","last_evaluated_step":null,"following":true})";
+  ProcessRun again = RunProcess({kBin + "/mirrored-worker", "--run-dir", run.string(), "--poll-interval", "0.2"}, "",
+                                60s, {R"(TF_CONFIG={"cluster":{"worker":["127.0.0.1:1"]},"task":{"type":"evaluator","index":0}})"});
+  ASSERT_TRUE(again.exit && again.exit->success()) << again.output;
+  EXPECT_NE(again.output.find("metrics.jsonl already has ckpt-10's eval line"), std::string::npos) << again.output;
+  EXPECT_EQ(EvalLines(run), (std::vector<std::pair<int64_t, std::string>>{{10, "ckpt-10"}})) << again.output;
+}
+
 // The job's final checkpoint damaged after it was written (its CRC-32C no
 // longer matches): the evaluator does not claim it evaluated it; exit 1,
 // naming the file.

@@ -179,6 +179,16 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
   while (true) {
     auto listed = reader.ListComplete();
     std::vector<CheckpointInfo> pending;
+    if (listed.ok() && !listed->empty() && listed->back().step < done_step) {
+      // The newest checkpoint is older than what was evaluated: the job
+      // started afresh (its checkpoints deleted, the lease kept) or went back
+      // to an earlier one. Follow it from its oldest; those evaluated before
+      // keep their one line in metrics.jsonl.
+      MIRRORED_LOG(INFO) << "the newest checkpoint, ckpt-" << listed->back().step << ", is older than ckpt-"
+                         << done_step << ", evaluated before: the job went back; evaluating its checkpoints again";
+      done_step = -1;
+      unreadable.clear();
+    }
     if (listed.ok()) {
       for (auto& info : *listed)
         if (info.step > done_step) pending.push_back(std::move(info));
@@ -223,9 +233,17 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
       std::string text(line);
       if (!final) text.replace(text.find("evaluated  "), 11, "evaluated ");
       Print(text);
-      MIRRORED_RETURN_IF_ERROR((*metrics)->Append({{"kind", "eval"}, {"step", info.step}, {"epoch", epoch},
-                                                {"loss", loss}, {"accuracy", accuracy},
-                                                {"checkpoint", "ckpt-" + std::to_string(info.step)}}));
+      // One line per checkpoint: an evaluator stopped (SIGKILL) between its
+      // line and its lease update evaluated this one already.
+      MIRRORED_ASSIGN_OR_RETURN(bool logged, (*metrics)->Has("eval", info.step));
+      if (logged) {
+        MIRRORED_LOG(INFO) << "metrics.jsonl already has ckpt-" << info.step
+                           << "'s eval line (an earlier evaluator stopped before recording it in its lease)";
+      } else {
+        MIRRORED_RETURN_IF_ERROR((*metrics)->Append({{"kind", "eval"}, {"step", info.step}, {"epoch", epoch},
+                                                  {"loss", loss}, {"accuracy", accuracy},
+                                                  {"checkpoint", "ckpt-" + std::to_string(info.step)}}));
+      }
       // The chief's tags, in logs/eval: TensorBoard draws the evaluation in
       // the training curves' charts, as for an Estimator's eval directory.
       MIRRORED_RETURN_IF_ERROR((*events)->WriteScalar("loss", info.step, static_cast<float>(loss)));

@@ -98,9 +98,10 @@ LineFields Fields(const std::string& line) {
 
 // Whether `line` goes: a train/validation line of a step after `step`, or
 // not a JSON object at all.
-bool Superseded(const std::string& line, int64_t step) {
+bool Superseded(const std::string& line, int64_t step, bool eval_too) {
   const LineFields f = Fields(line);
-  return !f.object || ((f.kind == "train" || f.kind == "validation") && f.step && *f.step > step);
+  return !f.object ||
+         ((f.kind == "train" || f.kind == "validation" || (eval_too && f.kind == "eval")) && f.step && *f.step > step);
 }
 
 }  // namespace
@@ -166,7 +167,7 @@ StatusOr<bool> MetricsLog::Has(const std::string& kind, int64_t step) {
   return false;
 }
 
-StatusOr<int64_t> MetricsLog::SupersedeAfter(int64_t step) {
+StatusOr<int64_t> MetricsLog::SupersedeAfter(int64_t step, Lines lines) {
   std::lock_guard<std::mutex> guard(mu_);
   // Its own descriptor: pwrite on the O_APPEND one would append.
   const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -219,7 +220,7 @@ StatusOr<int64_t> MetricsLog::SupersedeAfter(int64_t step) {
       break;
     }
     const std::string line = text.substr(begin, end - begin);
-    if (Superseded(line, step)) {
+    if (Superseded(line, step, lines == Lines::kEvalToo)) {
       ++removed;
     } else {
       kept.append(line).push_back('\n');

@@ -102,10 +102,17 @@ class ChiefLog {
   // trained again, so TensorBoard drops those events and metrics.jsonl
   // those lines (an earlier attempt that died before its first checkpoint
   // included).
+  // `checkpoint_dir` "" (and step 0): a fresh start, with no checkpoint.
   Status Starting(int64_t step, const std::string& checkpoint_dir) {
     if (metrics_) {
-      MIRRORED_ASSIGN_OR_RETURN(int64_t removed, metrics_->SupersedeAfter(step));
-      if (removed > 0) {
+      const bool fresh = checkpoint_dir.empty();
+      MIRRORED_ASSIGN_OR_RETURN(
+          int64_t removed,
+          metrics_->SupersedeAfter(step, fresh ? MetricsLog::Lines::kEvalToo : MetricsLog::Lines::kTrainingOnly));
+      if (removed > 0 && fresh) {
+        MIRRORED_LOG(INFO) << "metrics.jsonl: removed " << removed
+                           << " line(s) of an earlier run whose checkpoints are gone (this one starts afresh)";
+      } else if (removed > 0) {
         MIRRORED_LOG(INFO) << "metrics.jsonl: removed " << removed << " line(s) of steps after " << step
                            << ", logged by an earlier run that stopped before checkpointing them";
       }
