@@ -84,6 +84,18 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
   ClusterConfig config;
   auto first = PlanTask(env, 0, &config);
   const bool chief = config.IsChief();
+  if (config.is_single_local_task) {
+    // Without a cluster the task would train alone, into what may be a
+    // shared run directory, beside the job it was meant to join.
+    err << "mirrored-launch: error: "
+        << (config.source == "no TF_CONFIG"
+                ? std::string("no cluster: TF_CONFIG is not set and no --tf-config, --from-slurm or "
+                              "--from-k8s-indexed-job was given")
+                : "no cluster: " + config.source + " has no \"cluster\"")
+        << "; `cluster` runs this host's task of a multi-host job (for a job on this host alone, use "
+           "`mirrored-launch local`)\n";
+    return kExitUsage;
+  }
   if (!first.ok()) {
     err << "mirrored-launch: error: " << first.status().message() << "\n";
     return ExitCodeFor(first.status());
@@ -117,19 +129,15 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
   }
   // What this host runs, as `local` says it: every host of the job prints
   // one, so a console shows which task it is and where the job meets.
-  err << "mirrored-launch: cluster task " << first->name << (chief ? " (chief)" : "");
-  if (config.is_single_local_task) {
-    err << ", alone (no cluster in " << config.source << ")";
-  } else {
-    const int training = config.NumTrainingTasks();
-    err << " of a job of " << training << " training task" << (training == 1 ? "" : "s")
-        << (config.cluster.NumTasks(std::string(kEvaluatorJob)) > 0 ? " + evaluator" : "") << " (from " << config.source
-        << ")";
-    // The evaluator follows the checkpoints; it never joins the service.
-    if (!config.IsEvaluator()) {
-      err << ", coordination service at " << config.cluster.CoordinatorAddress().ToString()
-          << (chief ? " (hosted here)" : "");
-    }
+  const int training = config.NumTrainingTasks();
+  err << "mirrored-launch: cluster task " << first->name << (chief ? " (chief)" : "") << " of a job of " << training
+      << " training task" << (training == 1 ? "" : "s")
+      << (config.cluster.NumTasks(std::string(kEvaluatorJob)) > 0 ? " + evaluator" : "") << " (from " << config.source
+      << ")";
+  // The evaluator follows the checkpoints; it never joins the service.
+  if (!config.IsEvaluator()) {
+    err << ", coordination service at " << config.cluster.CoordinatorAddress().ToString()
+        << (chief ? " (hosted here)" : "");
   }
   err << ", run directory " << resolved_run_dir_ << "\n";
   SupervisedRunOptions run{.run_dir = resolved_run_dir_,

@@ -249,6 +249,28 @@ TEST_F(LaunchLocalTest, ClusterRestartKeepsTheDefaultRunDir) {
   EXPECT_NE(log.find("task worker:0 generation 1"), std::string::npos) << log;
 }
 
+// cluster without a cluster would train alone, maybe into a shared run
+// directory beside the job it was meant to join: exit 2, before any task.
+TEST_F(LaunchLocalTest, ClusterWithoutAClusterIsExitTwo) {
+  for (const std::string& tf_config : {std::string(), std::string(R"({"task":{"type":"worker","index":0}})")}) {
+    std::vector<std::string> env = {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=t"};
+    if (!tf_config.empty()) env.push_back("TF_CONFIG=" + tf_config);
+    auto child = ChildProcess::Spawn({kLauncher, "cluster", "--run-dir", (dir_ / "alone").string(), "--worker-binary",
+                                      kFakeWorker},
+                                     env);
+    ASSERT_TRUE(child.ok()) << child.status();
+    std::string out;
+    EXPECT_EQ(Finish(*child, &out), 2) << out;
+    EXPECT_NE(out.find(tf_config.empty() ? "no cluster: TF_CONFIG is not set and no --tf-config, --from-slurm or "
+                                           "--from-k8s-indexed-job was given"
+                                         : "no cluster: TF_CONFIG environment variable has no \"cluster\""),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("use `mirrored-launch local`"), std::string::npos) << out;
+    EXPECT_FALSE(fs::exists(dir_ / "alone" / "logs")) << out;
+  }
+}
+
 TEST_F(LaunchLocalTest, BadFlagsAreExitTwo) {
   std::string out;
   EXPECT_EQ(RunToEnd({"--workers", "0"}, &out), 2);

@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "common/launcher_environment.h"
 #include "common/logging.h"
 
 namespace mirrored::coordination {
@@ -21,7 +22,8 @@ StatusOr<std::unique_ptr<CoordinationServer>> CoordinationServer::Start(
     return InvalidArgumentError("coordination service address \"" + listen_address +
                                 "\" has no port (expected host:port)");
   }
-  if (job_token.empty()) {
+  // mirrored-launch has said it already, on its console.
+  if (job_token.empty() && !LauncherGeneration()) {
     MIRRORED_LOG(WARNING) << "coordination service at " << listen_address
                           << " runs without a job token: anyone who can reach it can join or "
                              "disturb the job (set MIRRORED_JOB_TOKEN)";
