@@ -44,6 +44,7 @@ struct CoordinationAgentOptions {
   int device_count = 1;            // local GPUs or CPU replicas
   std::string job_token;           // MIRRORED_JOB_TOKEN
   std::string service_task;        // task hosting the service, for messages ("chief:0")
+  std::string cluster;             // RegisterRequest.cluster: this task's view of the job ("": not checked)
   int64_t heartbeat_interval_ms = 1000;
   int64_t heartbeat_timeout_ms = 5000;      // service silent this long = lost
   int64_t registration_timeout_ms = 5 * 60 * 1000;

@@ -150,11 +150,13 @@ grpc::ServerUnaryReactor* CoordinationRpcHandler::Register(grpc::CallbackServerC
                                                            rpc::RegisterResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
   if (!Authenticate(ctx, reactor)) return reactor;
-  service_->RegisterTaskAsync(req->task(), req->incarnation(), req->device_count(),
-                              [reactor, resp](const StatusOr<RegisteredView>& v) {
-                                if (v.ok()) ToProto(*v, resp);
-                                reactor->Finish(ToGrpcStatus(v.status()));
-                              });
+  service_->RegisterTaskAsync(
+      req->task(), req->incarnation(), req->device_count(),
+      [reactor, resp](const StatusOr<RegisteredView>& v) {
+        if (v.ok()) ToProto(*v, resp);
+        reactor->Finish(ToGrpcStatus(v.status()));
+      },
+      req->cluster());
   return reactor;
 }
 

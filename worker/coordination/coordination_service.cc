@@ -144,7 +144,7 @@ Status CoordinationService::CheckCallerLocked(const std::string& task, uint64_t 
 }
 
 void CoordinationService::RegisterTaskAsync(const std::string& task, uint64_t incarnation,
-                                            int device_count, RegisterCallback done) {
+                                            int device_count, RegisterCallback done, const std::string& cluster) {
   Deferred deferred;
   Status immediate;
   std::optional<RegisteredView> answer;
@@ -153,6 +153,20 @@ void CoordinationService::RegisterTaskAsync(const std::string& task, uint64_t in
     const int index = IndexOf(task);
     if (stopped_) {
       immediate = ServiceStopped();
+    } else if (!view_ && !registration_error_ && !cluster.empty() && !options_.cluster.empty() &&
+               cluster != options_.cluster) {
+      // Tasks started from different TF_CONFIG clusters would wait for
+      // tasks the chief never expects (or meet collectives of another size):
+      // a configuration error for every task, at once.
+      registration_error_ = InvalidArgumentError(
+          "task " + task + " was started with another cluster than the chief's: its TF_CONFIG lists [" + cluster +
+          "], the chief's [" + options_.cluster +
+          "]; every task of a job needs the same \"cluster\" (only \"task\" differs)");
+      for (auto& [pending_index, pending_done] : pending_registrations_) {
+        deferred.push_back([d = std::move(pending_done), e = *registration_error_] { d(e); });
+      }
+      pending_registrations_.clear();
+      immediate = *registration_error_;
     } else if (index < 0) {
       int dummy;
       immediate = CheckCallerLocked(task, incarnation, &dummy);

@@ -58,6 +58,10 @@ struct CoordinationServiceOptions {
   std::function<int64_t()> now_ms;
   // Defaults to GenerateNcclUniqueId (nccl_unique_id.h).
   std::function<StatusOr<std::string>()> make_nccl_unique_id;
+  // The chief's cluster (RegisterRequest.cluster's form): a task that
+  // registers with another one fails the registration of every task with
+  // InvalidArgument naming both. "" skips the check.
+  std::string cluster;
 };
 
 struct RegisteredView {
@@ -92,7 +96,7 @@ class CoordinationService {
   // new incarnation after rendezvous, which fails the job as "restarted");
   // Internal when the NCCL id cannot be made; Unavailable after Stop().
   void RegisterTaskAsync(const std::string& task, uint64_t incarnation, int device_count,
-                         RegisterCallback done);
+                         RegisterCallback done, const std::string& cluster = "");
 
   // Errors: InvalidArgument (unknown task); FailedPrecondition (not
   // registered); Aborted (the job error; or the caller's incarnation is

@@ -154,13 +154,18 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
   if (!config.is_single_local_task && config.NumTrainingTasks() > 0) {
     namespace co = coordination;
     std::vector<std::string> tasks;
-    for (const TaskId& t : config.cluster.TrainingTasks()) tasks.push_back(t.ToString());
+    std::string cluster;  // compared at registration: "worker:0 h0:2222, worker:1 h1:2222"
+    for (const TaskId& t : config.cluster.TrainingTasks()) {
+      tasks.push_back(t.ToString());
+      cluster += (cluster.empty() ? "" : ", ") + t.ToString() + " " + config.cluster.AddressOf(t)->ToString();
+    }
     const TaskId chief = config.cluster.ChiefTask();
     const auto chief_address = config.cluster.AddressOf(chief);
     if (!chief_address) return InvalidArgumentError("the chief " + chief.ToString() + " has no address");
     if (config.IsChief()) {
       co::CoordinationServiceOptions so;
       so.tasks = tasks;
+      so.cluster = cluster;
       so.heartbeat_timeout_ms = options.heartbeat_timeout.count();
       so.registration_timeout_ms = options.registration_timeout.count();
       MIRRORED_ASSIGN_OR_RETURN(s->service_, co::CoordinationService::Create(so));
@@ -187,6 +192,7 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
     ao.device_count = s->local_replicas_;
     ao.job_token = options.job_token;
     ao.service_task = chief.ToString();
+    ao.cluster = cluster;
     ao.heartbeat_interval_ms = options.heartbeat_interval.count();
     ao.heartbeat_timeout_ms = options.heartbeat_timeout.count();
     ao.registration_timeout_ms = options.registration_timeout.count();
