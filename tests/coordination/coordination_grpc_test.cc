@@ -381,6 +381,37 @@ TEST_F(CoordinationGrpcTest, ATaskDeclaredFailedSaysItWasThisTask) {
   EXPECT_NE(chief.error().message().find("task worker:0 failed"), std::string::npos) << chief.error();
 }
 
+// A task whose process did not run past the heartbeat timeout (SIGSTOP) and
+// then finds the service gone (its chief exited after declaring this task
+// failed, as on another host) says that it was this task, frozen (exit 1),
+// not that the chief was lost (exit 3, blaming the chief). Its clock jumps
+// as a stopped process's does.
+TEST_F(CoordinationGrpcTest, ATaskThatDidNotRunSaysSoWhenItFindsTheServiceGone) {
+  StartService(2);
+  std::atomic<int64_t> frozen_ms{0};
+  std::vector<std::unique_ptr<CoordinationAgent>> agents;
+  for (const std::string& name : TaskNames(2)) {
+    CoordinationAgentOptions o = AgentOptions(name);
+    if (name == "worker:0") {
+      o.clock = [&frozen_ms] { return std::chrono::steady_clock::now() + std::chrono::milliseconds(frozen_ms.load()); };
+    }
+    agents.push_back(std::make_unique<CoordinationAgent>(o));
+  }
+  auto chief_connected = std::async(std::launch::async, [&] { return agents[0]->Connect(); });
+  ASSERT_TRUE(agents[1]->Connect().ok());
+  ASSERT_TRUE(chief_connected.get().ok());
+  frozen_ms = 30000;  // it did not run for 30 s
+  server_->Stop();    // meanwhile its chief gave up on it and exited
+  ASSERT_TRUE(WaitFor([&] { return !agents[1]->error().ok(); }, std::chrono::seconds(10)));
+  const Status s = agents[1]->error();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+  EXPECT_EQ(ExitCodeFor(s), kExitFailure);
+  EXPECT_NE(s.message().find("this task (worker:0) did not run for 3"), std::string::npos) << s;
+  // The chief's agent, whose clock did not jump, blames the service.
+  ASSERT_TRUE(WaitFor([&] { return !agents[0]->error().ok(); }, std::chrono::seconds(10)));
+  EXPECT_EQ(ExitCodeFor(agents[0]->error()), kExitPeerFailed) << agents[0]->error();
+}
+
 // A task reporting its own error keeps that error, not the service's echo of
 // it ("task <itself> failed: ...").
 TEST_F(CoordinationGrpcTest, AReportedErrorIsKeptAsItIs) {

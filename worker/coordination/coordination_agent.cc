@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 #include <random>
+#include <type_traits>
 #include <utility>
 
 #include "common/logging.h"
@@ -218,13 +219,41 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
   }
 }
 
+std::chrono::steady_clock::time_point CoordinationAgent::Clock() const {
+  return options_.clock ? options_.clock() : Now();
+}
+
+std::optional<int64_t> CoordinationAgent::FrozenForMs() const {
+  const int64_t round_ns = heartbeat_round_ns_.load();
+  if (round_ns == 0) return std::nullopt;  // no round yet
+  const int64_t idle_ms = (Clock().time_since_epoch().count() - round_ns) / 1000000;
+  const int64_t round_limit_ms = options_.heartbeat_interval_ms + options_.heartbeat_timeout_ms + 1000;
+  if (idle_ms > round_limit_ms) return idle_ms;
+  return std::nullopt;
+}
+
+Status CoordinationAgent::Frozen(int64_t ms, const Status& cause) const {
+  return UnavailableError("this task (" + options_.task_name + ") did not run for " + std::to_string(ms) +
+                          " ms (stopped, suspended or starved of CPU), past the heartbeat timeout of " +
+                          std::to_string(options_.heartbeat_timeout_ms) +
+                          " ms: the coordination service has declared it failed and the other tasks have stopped "
+                          "(then: " +
+                          cause.ToString() + ")");
+}
+
 void CoordinationAgent::HeartbeatLoop() {
+  static_assert(std::is_same_v<std::chrono::steady_clock::duration, std::chrono::nanoseconds>);
   auto last_ok = Now();
+  heartbeat_round_ns_ = Clock().time_since_epoch().count();
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_ && state_ == State::kConnected) {
     cv_.wait_for(lock, std::chrono::milliseconds(options_.heartbeat_interval_ms));
     if (stopping_ || state_ != State::kConnected) break;
     lock.unlock();
+    // Read before the round begins: a freeze in the last round (in the wait
+    // or in the call) shows as a round far longer than any can take.
+    const std::optional<int64_t> frozen = FrozenForMs();
+    heartbeat_round_ns_ = Clock().time_since_epoch().count();
     rpc::HeartbeatRequest req;
     req.set_task(options_.task_name);
     req.set_incarnation(incarnation_);
@@ -232,7 +261,9 @@ void CoordinationAgent::HeartbeatLoop() {
     if (s.ok()) {
       last_ok = Now();
     } else if (s.code() == StatusCode::kAborted) {
-      SetError(s);
+      SetError(s);  // the service's own word (it names this task when it gave up on it)
+    } else if (frozen) {
+      SetError(Frozen(*frozen, s));  // its host gone with it, or unreachable
     } else if (MsSince(last_ok) > options_.heartbeat_timeout_ms) {
       SetError(AbortedError(ServiceName() + " has not answered heartbeats for " +
                             std::to_string(MsSince(last_ok)) + " ms (limit " +
@@ -258,6 +289,14 @@ void CoordinationAgent::PollLoop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ || s.ok()) return;  // we cancelled it, or the job finished cleanly
+  }
+  if (s.code() != StatusCode::kAborted) {
+    // The service is gone: while this process was not running, it may have
+    // declared this task failed, and its chief exited.
+    if (std::optional<int64_t> frozen = FrozenForMs()) {
+      SetError(Frozen(*frozen, s));
+      return;
+    }
   }
   SetError(s.code() == StatusCode::kAborted ? s : ServiceLost(s));
 }

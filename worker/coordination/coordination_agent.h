@@ -23,11 +23,13 @@
 // the failed task, what happened and when (exit code 3).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,6 +68,9 @@ struct CoordinationAgentOptions {
   int64_t shutdown_timeout_ms = 60 * 1000;  // exit barrier
   // Use this channel instead of opening one (e.g. many agents in one process).
   std::shared_ptr<grpc::Channel> channel;
+  // The clock by which the agent tells that its own process did not run
+  // (a seam for tests); empty: std::chrono::steady_clock::now.
+  std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
 class CoordinationAgent {
@@ -140,6 +145,16 @@ class CoordinationAgent {
   StatusOr<rpc::RegisterResponse> RegisterPastFailedGeneration(const rpc::RegisterRequest& req);
   void HeartbeatLoop();
   void PollLoop();
+  std::chrono::steady_clock::time_point Clock() const;
+  // How long the heartbeat thread has not begun a round, when that is past
+  // what one round can take (its wait, then a heartbeat call bounded by the
+  // heartbeat timeout): this process did not run (SIGSTOP, a suspended
+  // machine, starved of CPU), and the service has declared it failed.
+  // nullopt otherwise.
+  std::optional<int64_t> FrozenForMs() const;
+  // This task's own failure (Unavailable: exit 1) for a freeze of `ms`,
+  // with the error it met after it (`cause`).
+  Status Frozen(int64_t ms, const Status& cause) const;
   void StopThreads();
   std::string ServiceName() const;
 
@@ -159,6 +174,8 @@ class CoordinationAgent {
   ErrorCallback error_callback_;
   std::thread heartbeat_thread_;
   std::thread poll_thread_;
+  // Clock() when the heartbeat thread last began a round, in ns.
+  std::atomic<int64_t> heartbeat_round_ns_{0};
 };
 
 std::string_view AgentStateName(CoordinationAgent::State state);
