@@ -42,6 +42,10 @@ def env_of(container):
 
 def check_pod(where, pod_spec, claim_names, needs_gpu=True):
     check(containers(pod_spec), f"{where}: no container")
+    # The image runs as uid 10001 (deploy/docker/Dockerfile): the run
+    # directory's volume must be writable by it.
+    check((pod_spec.get("securityContext") or {}).get("fsGroup") == 10001,
+          f"{where}: the pod's securityContext.fsGroup must be 10001, the image's user")
     volumes = {v["name"]: v for v in pod_spec.get("volumes") or []}
     for c in containers(pod_spec):
         args = c.get("args") or []
