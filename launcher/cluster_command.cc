@@ -76,7 +76,7 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
     err << "mirrored-launch: error: --grace-period " << grace_period_sec_ << " must be 0 to 86400 seconds\n";
     return kExitUsage;
   }
-  if (Status s = CheckWorkerArgs(worker_args_, false); !s.ok()) {
+  if (Status s = CheckWorkerArgs(worker_args_, "cluster", false); !s.ok()) {
     err << "mirrored-launch: error: " << s.message() << "\n";
     return kExitUsage;
   }

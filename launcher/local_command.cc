@@ -38,7 +38,7 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
     err << "mirrored-launch: error: --grace-period " << grace_period_sec_ << " must be 0 to 86400 seconds\n";
     return kExitUsage;
   }
-  if (Status s = CheckWorkerArgs(worker_args_, cpu_replicas_option_->count() > 0); !s.ok()) {
+  if (Status s = CheckWorkerArgs(worker_args_, "local", cpu_replicas_option_->count() > 0); !s.ok()) {
     err << "mirrored-launch: error: " << s.message() << "\n";
     return kExitUsage;
   }

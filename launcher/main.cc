@@ -12,6 +12,23 @@
 #include "launcher/local_command.h"
 #include "mirrored/config.h"
 
+namespace {
+
+// The flags before `--` that `sub` does not take, as "--a, --b" ("" if none).
+std::string UnknownFlags(const CLI::App& sub, int argc, char** argv) {
+  std::string unknown;
+  for (int i = 2; i < argc && std::string(argv[i]) != "--"; ++i) {
+    const std::string a = argv[i];
+    if (a.size() < 2 || a[0] != '-') continue;  // a value
+    const std::string name = a.substr(0, a.find('='));
+    if (name == "-h" || name == "--help" || sub.get_option_no_throw(name) != nullptr) continue;
+    unknown += (unknown.empty() ? "" : ", ") + name;
+  }
+  return unknown;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"mirrored-launch: start and supervise a synchronous data-parallel training job"};
   app.set_version_flag("--version", std::string("mirrored-launch ") + mirrored::kVersion);
@@ -32,9 +49,24 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    const std::string first = argc > 1 ? argv[1] : "";
+    // A flag the subcommand does not take, before `--`: name it (CLI11 would
+    // list every argument from there on as "not expected", the workers' own
+    // after `--` included).
+    CLI::App* sub = nullptr;
+    try {
+      if (!first.empty() && first[0] != '-') sub = app.get_subcommand(first);
+    } catch (const CLI::Error&) {  // not a subcommand
+    }
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && sub != nullptr) {
+      if (std::string unknown = UnknownFlags(*sub, argc, argv); !unknown.empty()) {
+        std::cerr << "mirrored-launch " << first << ": error: " << unknown << " is not a flag of `" << first
+                  << "` (`mirrored-launch " << first << " --help` lists them; the workers' own flags go after `--`)\n";
+        return mirrored::kExitUsage;
+      }
+    }
     int rc = app.exit(e);
     if (rc == 0) return 0;
-    const std::string first = argc > 1 ? argv[1] : "";
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
       std::cerr << "mirrored-launch: the workers' own flags go after `--`, e.g. mirrored-launch local --workers 2 "
                    "-- --model cnn --epochs 3\n";

@@ -101,11 +101,12 @@ std::string ResolveWorkerBinary(const std::string& flag_value) {
   return (self.parent_path() / "mirrored-worker").string();
 }
 
-Status CheckWorkerArgs(const std::vector<std::string>& worker_args, bool launcher_sets_cpu_replicas) {
+Status CheckWorkerArgs(const std::vector<std::string>& worker_args, const std::string& subcommand,
+                       bool launcher_sets_cpu_replicas) {
   for (const std::string& a : worker_args) {
     if (a == "--run-dir" || a.starts_with("--run-dir=")) {
       return InvalidArgumentError("--run-dir after `--`: the launcher gives every task its run directory; pass it "
-                                  "to mirrored-launch instead, before `--` (mirrored-launch local --run-dir DIR -- ...)");
+                                  "to mirrored-launch instead, before `--` (mirrored-launch " + subcommand + " --run-dir DIR -- ...)");
     }
     if (launcher_sets_cpu_replicas && (a == "--cpu-replicas" || a.starts_with("--cpu-replicas="))) {
       return InvalidArgumentError("--cpu-replicas is given both to mirrored-launch and after `--`: keep one");

@@ -36,7 +36,8 @@ std::string ResolveWorkerBinary(const std::string& flag_value);
 // The arguments after `--` must not set what the launcher sets for each task
 // itself: --run-dir (always), --cpu-replicas (when the launcher's own is
 // given). InvalidArgument saying where the flag belongs.
-Status CheckWorkerArgs(const std::vector<std::string>& worker_args, bool launcher_sets_cpu_replicas);
+Status CheckWorkerArgs(const std::vector<std::string>& worker_args, const std::string& subcommand,
+                       bool launcher_sets_cpu_replicas);
 
 // A training job started on RUN_DIR while another job's chief on this
 // machine holds it would only fail (its chief refuses, exit 2) after its

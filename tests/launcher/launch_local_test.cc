@@ -288,13 +288,16 @@ TEST_F(LaunchLocalTest, BadFlagsAreExitTwo) {
   EXPECT_EQ(RunToEnd({"--", "--run-dir", "elsewhere"}, &out), 2);
   EXPECT_NE(out.find("--run-dir after `--`: the launcher gives every task its run directory"), std::string::npos)
       << out;
+  EXPECT_NE(out.find("(mirrored-launch local --run-dir DIR -- ...)"), std::string::npos) << out;
   out.clear();
   EXPECT_EQ(RunToEnd({"--cpu-replicas", "2", "--", "--cpu-replicas=1"}, &out), 2);
   EXPECT_NE(out.find("--cpu-replicas is given both to mirrored-launch and after `--`"), std::string::npos) << out;
   // A worker flag without `--` before it: the hint says where it goes.
   out.clear();
-  EXPECT_EQ(RunToEnd({"--model", "mlp"}, &out), 2);
+  EXPECT_EQ(RunToEnd({"--model", "mlp", "--", "--epochs", "1"}, &out), 2);
+  EXPECT_NE(out.find("--model is not a flag of `local`"), std::string::npos) << out;
   EXPECT_NE(out.find("the workers' own flags go after `--`"), std::string::npos) << out;
+  EXPECT_EQ(out.find("not expected"), std::string::npos) << out;  // not CLI11's list of everything after it
   EXPECT_FALSE(fs::exists(dir_ / "run" / "logs")) << "a refused job started something";
 }
 
