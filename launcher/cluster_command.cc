@@ -13,7 +13,7 @@
 namespace mirrored {
 
 void ClusterCommand::Register(CLI::App& app) {
-  subcommand_ = app.add_subcommand("cluster", "Run this host's task of a multi-host job (TF_CONFIG or Slurm)");
+  subcommand_ = app.add_subcommand("cluster", "Run this host's task of a multi-host job (TF_CONFIG, Slurm or a Kubernetes Indexed Job)");
   tf_config_option_ = subcommand_->add_option("--tf-config", tf_config_text_,
                                               "TF_CONFIG as a file or a JSON string (default: $TF_CONFIG)");
   tf_config_option_->type_name("FILE|JSON");

@@ -38,6 +38,10 @@ std::string HostPort::CanonicalKey() const {
 StatusOr<HostPort> HostPort::Parse(std::string_view text) {
   HostPort out;
   std::string_view port_text;
+  if (const size_t scheme = text.find("://"); scheme != std::string_view::npos) {
+    return InvalidArgumentError("has a URL scheme (\"" + std::string(text.substr(0, scheme + 3)) +
+                                "\"): expected host:port, e.g. \"h1:2222\"");
+  }
   if (!text.empty() && text.front() == '[') {
     const size_t close = text.find(']');
     if (close == std::string_view::npos) {

@@ -174,6 +174,9 @@ INSTANTIATE_TEST_SUITE_P(
                     "cluster.worker[0] \":2222\": host is empty"},
         InvalidCase{"UnbracketedIpv6", R"({"cluster":{"worker":["::1:2222"]},"task":{"type":"worker","index":0}})",
                     "cluster.worker[0] \"::1:2222\": an IPv6 host must be in brackets, e.g. \"[::1]:2222\""},
+        InvalidCase{"UrlScheme", R"({"cluster":{"worker":["grpc://h1:2222"]},"task":{"type":"worker","index":0}})",
+                    "cluster.worker[0] \"grpc://h1:2222\": has a URL scheme (\"grpc://\"): expected host:port, e.g. "
+                    "\"h1:2222\""},
         InvalidCase{"DuplicateAddress",
                     R"({"cluster":{"chief":["H1:2222"],"worker":["h2:2222","h1:2222"]},"task":{"type":"chief","index":0}})",
                     "cluster.worker[1] \"h1:2222\" is already the address of chief:0: every task needs its "
