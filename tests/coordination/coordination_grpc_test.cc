@@ -1,6 +1,9 @@
 // The coordination service over real gRPC on loopback, with agents as
 // threads: rendezvous, NCCL id, key-value store, barriers, token checks,
 // port clashes, failure propagation and the exit barrier.
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -410,6 +413,38 @@ TEST_F(CoordinationGrpcTest, ATaskThatDidNotRunSaysSoWhenItFindsTheServiceGone) 
   // The chief's agent, whose clock did not jump, blames the service.
   ASSERT_TRUE(WaitFor([&] { return !agents[0]->error().ok(); }, std::chrono::seconds(10)));
   EXPECT_EQ(ExitCodeFor(agents[0]->error()), kExitPeerFailed) << agents[0]->error();
+}
+
+// Something else answers at the chief's address (a gRPC server without the
+// service; an HTTP server's 404 is the same status): the error says so.
+TEST_F(CoordinationGrpcTest, AnotherServerAtTheChiefsAddressIsNamedAsNotTheService) {
+  // Answers every call as a server without the method does.
+  class NoSuchMethod : public grpc::CallbackGenericService {
+    grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
+      class Reactor : public grpc::ServerGenericBidiReactor {
+       public:
+        Reactor() { Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "")); }
+        void OnDone() override { delete this; }
+      };
+      return new Reactor;
+    }
+  } service;
+  grpc::ServerBuilder builder;
+  builder.RegisterCallbackGenericService(&service);
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  std::unique_ptr<grpc::Server> other = builder.BuildAndStart();
+  ASSERT_NE(other, nullptr);
+  ASSERT_GT(port, 0);
+  StartService(1);
+  CoordinationAgentOptions o = AgentOptions("chief:0");
+  o.service_address = "127.0.0.1:" + std::to_string(port);
+  o.registration_timeout_ms = 3000;
+  CoordinationAgent agent(o);
+  const Status s = agent.Connect();
+  EXPECT_EQ(ExitCodeFor(s), kExitUsage) << s;
+  EXPECT_NE(s.message().find("is not mirrored's coordination service"), std::string::npos) << s;
+  other->Shutdown();
 }
 
 // A task reporting its own error keeps that error, not the service's echo of

@@ -41,6 +41,10 @@ Status CoordinationClient::Call(const char* name, Method method, const Req& req,
   }
   const grpc::Status g = (stub_.get()->*method)(&ctx, req, resp);
   if (cancellable) Untrack(&ctx);
+  if (g.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    // A configuration error (the wrong address, mixed versions): exit 2.
+    return InvalidArgumentError(Context(name, g, timeout_ms) + ": " + g.error_message());
+  }
   return FromGrpcStatus(g, Context(name, g, timeout_ms));
 }
 
@@ -62,6 +66,10 @@ std::string CoordinationClient::Context(const char* name, const grpc::Status& g,
   if (!address_.empty()) context += " at " + address_;
   if (g.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     context += " (call deadline " + std::to_string(timeout_ms) + " ms)";
+  } else if (g.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    // An HTTP server's 404, or a gRPC server without this service.
+    context += " (what answers there is not mirrored's coordination service, or another version of it: check the "
+               "chief's host:port in the cluster)";
   }
   return context;
 }
