@@ -114,6 +114,7 @@ Status CoordinationAgent::Connect() {
     }
     state_ = State::kConnected;
   }
+  heartbeat_round_ns_ = Clock().time_since_epoch().count();  // before the poll can fail
   heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
   poll_thread_ = std::thread([this] { PollLoop(); });
   // Return only once the service holds our error poll: from then on, this
@@ -244,7 +245,6 @@ Status CoordinationAgent::Frozen(int64_t ms, const Status& cause) const {
 void CoordinationAgent::HeartbeatLoop() {
   static_assert(std::is_same_v<std::chrono::steady_clock::duration, std::chrono::nanoseconds>);
   auto last_ok = Now();
-  heartbeat_round_ns_ = Clock().time_since_epoch().count();
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_ && state_ == State::kConnected) {
     cv_.wait_for(lock, std::chrono::milliseconds(options_.heartbeat_interval_ms));
