@@ -100,6 +100,9 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
     err << "mirrored-launch: error: " << first.status().message() << "\n";
     return ExitCodeFor(first.status());
   }
+  // What resolving the cluster noticed (the worker re-reads only the
+  // TF_CONFIG made from it): said once, here.
+  for (const std::string& warning : config.warnings) err << "mirrored-launch: warning: " << warning << "\n";
   if (!Lookup(env, kJobTokenVariable)) {
     err << "mirrored-launch: warning: MIRRORED_JOB_TOKEN is not set: the coordination service will serve "
            "anyone who can reach it; set the same secret on every host\n";

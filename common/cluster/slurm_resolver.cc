@@ -125,7 +125,32 @@ StatusOr<ClusterConfig> ResolveSlurmCluster(const EnvironmentMap& env, int port_
     }
   }
 
+  // The node this task runs on, by Slurm's own word (srun sets both): a task
+  // that disagrees would listen on another node's address.
+  if (auto node_text = Lookup(env, "SLURM_NODEID")) {
+    MIRRORED_ASSIGN_OR_RETURN(int node_id, ParseCount(Variable{"SLURM_NODEID", *node_text}));
+    if (node_id != my_node) {
+      return InvalidArgumentError("SLURM_NODEID " + std::to_string(node_id) + " does not match SLURM_PROCID " +
+                                  std::to_string(rank) + ": by " + per_node_var.name + " \"" + per_node_var.value +
+                                  "\" rank " + std::to_string(rank) + " runs on node " + std::to_string(my_node) +
+                                  " (" + (*hosts)[my_node] + ")");
+    }
+  }
+  if (auto node_name = Lookup(env, "SLURMD_NODENAME"); node_name && *node_name != (*hosts)[my_node]) {
+    return InvalidArgumentError("SLURMD_NODENAME \"" + *node_name + "\" does not match SLURM_PROCID " +
+                                std::to_string(rank) + ": by " + nodes_var.name + " and " + per_node_var.name +
+                                " rank " + std::to_string(rank) + " runs on " + (*hosts)[my_node]);
+  }
+
   ClusterConfig config;
+  if (nodes_var.name != "SLURM_STEP_NODELIST") {
+    // sbatch's batch script has the job's variables but no step's: the
+    // other nodes would get no task, and this one would wait for them.
+    config.warnings.push_back(
+        "SLURM_STEP_NODELIST is not set: this is not a task started by srun (the batch script itself?); start "
+        "one task per node with `srun mirrored-launch cluster --from-slurm`, or this task waits for the others "
+        "until --registration-timeout");
+  }
   MIRRORED_ASSIGN_OR_RETURN(config.cluster,
                             ClusterSpec::Create({{std::string(kWorkerJob), std::move(workers)}}));
   config.task = TaskId{std::string(kWorkerJob), rank};

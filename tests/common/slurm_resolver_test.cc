@@ -43,6 +43,12 @@ TEST_P(SlurmResolverTest, Resolves) {
   EXPECT_EQ(config->task.ToString(), c.task);
   EXPECT_EQ(config->cluster.ChiefTask().ToString(), "worker:0");
   EXPECT_FALSE(config->is_single_local_task);
+  // Outside an srun step (the job's variables only): said, not refused.
+  const bool step = c.env.count("SLURM_STEP_NODELIST") > 0;
+  EXPECT_EQ(config->warnings.size(), step ? 0u : 1u);
+  if (!step) {
+    EXPECT_NE(config->warnings[0].find("not a task started by srun"), std::string::npos);
+  }
 }
 
 EnvironmentMap Step(const char* procid, const char* ntasks, const char* nodelist,
@@ -100,6 +106,25 @@ INSTANTIATE_TEST_SUITE_P(
                   "SLURM_LOCALID 1 does not match SLURM_PROCID 2: by SLURM_STEP_TASKS_PER_NODE "
                   "\"2(x2)\" rank 2 is local task 0 on node2 (run srun with the default block "
                   "distribution, --distribution=block)"},
+        SlurmCase{"NodeIdMismatch",
+                  [] {
+                    EnvironmentMap env = Step("1", "2", "node[01-02]", "1(x2)", "0");
+                    env["SLURM_NODEID"] = "0";
+                    return env;
+                  }(),
+                  8888, {}, "",
+                  "SLURM_NODEID 0 does not match SLURM_PROCID 1: by SLURM_STEP_TASKS_PER_NODE \"1(x2)\" rank 1 runs "
+                  "on node 1 (node02)"},
+        SlurmCase{"NodeNameMismatch",
+                  [] {
+                    EnvironmentMap env = Step("1", "2", "node[01-02]", "1(x2)", "0");
+                    env["SLURM_NODEID"] = "1";
+                    env["SLURMD_NODENAME"] = "node01";
+                    return env;
+                  }(),
+                  8888, {}, "",
+                  "SLURMD_NODENAME \"node01\" does not match SLURM_PROCID 1: by SLURM_STEP_NODELIST and "
+                  "SLURM_STEP_TASKS_PER_NODE rank 1 runs on node02"},
         SlurmCase{"PortBaseOverflow", Step("0", "2", "a", "2", nullptr), 65535, {}, "",
                   "--slurm-port-base 65535 + 2 tasks on one node goes past port 65535"},
         SlurmCase{"PortBaseZero", Step("0", "1", "a", "1", nullptr), 0, {}, "",
