@@ -454,6 +454,27 @@ TEST_F(CoordinationGrpcTest, AnotherServerAtTheChiefsAddressIsNamedAsNotTheServi
   other->Shutdown();
 }
 
+// The chief's service cannot listen: an address that is not this machine's
+// is the cluster's mistake (exit 2); a port in use may be freed (exit 1).
+TEST_F(CoordinationGrpcTest, BindFailuresSayWhy) {
+  StartService(1);
+  CoordinationServiceOptions o;
+  o.tasks = {"chief:0"};
+  auto service = CoordinationService::Create(o);
+  ASSERT_TRUE(service.ok());
+  // TEST-NET-2, never an address of this machine.
+  auto foreign = CoordinationServer::Start("198.51.100.7:0", kToken, service->get());
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_EQ(ExitCodeFor(foreign.status()), kExitUsage) << foreign.status();
+  EXPECT_NE(foreign.status().message().find("the host is not an address of this machine"), std::string::npos)
+      << foreign.status();
+  // The port of the server StartService started.
+  auto taken = CoordinationServer::Start(server_->bound_address(), kToken, service->get());
+  ASSERT_FALSE(taken.ok());
+  EXPECT_EQ(ExitCodeFor(taken.status()), kExitFailure) << taken.status();
+  EXPECT_NE(taken.status().message().find("the port is in use"), std::string::npos) << taken.status();
+}
+
 // A task reporting its own error keeps that error, not the service's echo of
 // it ("task <itself> failed: ...").
 TEST_F(CoordinationGrpcTest, AReportedErrorIsKeptAsItIs) {

@@ -2,8 +2,13 @@
 
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "common/launcher_environment.h"
 #include "common/logging.h"
@@ -13,6 +18,53 @@ namespace mirrored::coordination {
 CoordinationServer::CoordinationServer(coordination::CoordinationService* service,
                                        std::string job_token)
     : service_(service), handler_(service, std::move(job_token)) {}
+
+namespace {
+
+// Why gRPC could not listen on `listen_address` ("host:port", a literal or
+// 0.0.0.0), by trying the same bind: an address not of this machine is the
+// cluster's mistake (InvalidArgument, exit 2, not retried); a port in use
+// may be freed (Unavailable, exit 1).
+Status BindError(const std::string& listen_address) {
+  const std::string prefix = "cannot bind the coordination service to " + listen_address + ": ";
+  // "host:port" or "[v6]:port"; port 0 (any) included.
+  const size_t colon = listen_address.rfind(':');
+  std::string host = listen_address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  const std::string port = listen_address.substr(colon + 1);
+  int err = 0;
+  {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* found = nullptr;
+    if (host == "0.0.0.0") host.clear();
+    if (getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found) == 0 &&
+        found != nullptr) {
+      const int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, found->ai_protocol);
+      if (fd >= 0) {
+        const int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // as gRPC binds
+        if (::bind(fd, found->ai_addr, found->ai_addrlen) != 0) err = errno;
+        ::close(fd);
+      }
+    }
+    if (found != nullptr) freeaddrinfo(found);
+  }
+  if (err == EADDRNOTAVAIL) {
+    return InvalidArgumentError(prefix + "the host is not an address of this machine (the chief's address in the "
+                                         "cluster must be one of the chief's host)");
+  }
+  if (err == EADDRINUSE) {
+    return UnavailableError(prefix + "the port is in use (another job, or a leftover process on this host?)");
+  }
+  return UnavailableError(prefix + (err != 0 ? std::string(std::strerror(err))
+                                             : "the port is in use (another job or a leftover process on this host?) "
+                                               "or the host is not an address of this machine"));
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<CoordinationServer>> CoordinationServer::Start(
     const std::string& listen_address, std::string job_token,
@@ -39,9 +91,7 @@ StatusOr<std::unique_ptr<CoordinationServer>> CoordinationServer::Start(
   server->server_ = builder.BuildAndStart();
   if (!server->server_ || selected_port == 0) {
     if (server->server_) server->server_->Shutdown();
-    return UnavailableError("cannot bind the coordination service to " + listen_address +
-                            ": the port is in use (another job or a leftover process on this "
-                            "host?) or the host is not an address of this machine");
+    return BindError(listen_address);
   }
   server->port_ = selected_port;
   server->bound_address_ = listen_address.substr(0, colon + 1) + std::to_string(selected_port);
