@@ -110,8 +110,7 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
   if (dry_run_) {
     out << "# mirrored-launch cluster --dry-run: task " << first->name << " of this host, run directory "
         << resolved_run_dir_ << "\n";
-    PrintDryRun({*first}, out);
-    return kExitSuccess;
+    return DryRun({*first}, out, err);
   }
   if (run_dir_.empty()) {
     // Created only now that the task is planned (and not for --dry-run).

@@ -79,8 +79,7 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
     out << "# mirrored-launch local --dry-run: " << plan->workers() << " worker(s)"
         << (evaluator_ ? " + evaluator" : "") << ", run directory " << options.run_dir
         << ", coordination service at " << plan->coordinator_address() << "\n";
-    PrintDryRun(plan->Tasks(0, env), out);
-    return kExitSuccess;
+    return DryRun(plan->Tasks(0, env), out, err);
   }
   auto claim = ClaimRunDir(options.run_dir);  // held until the job ends
   if (!claim.ok()) {

@@ -139,6 +139,9 @@ int main(int argc, char** argv) {
                                         (mirrored::kWithCuda ? " (CUDA)" : " (CPU only)"));
   mirrored::WorkerOptions options;
   options.Register(app);
+  // For mirrored-launch --dry-run: parse and validate the flags, run nothing.
+  bool check_flags = false;
+  app.add_flag("--check-flags", check_flags, "Only check the flags (exit 0, or 2 naming the bad one)")->group("");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -149,5 +152,6 @@ int main(int argc, char** argv) {
     std::cerr << "mirrored-worker: error: " << s.message() << "\n";
     return mirrored::kExitUsage;
   }
+  if (check_flags) return mirrored::kExitSuccess;
   return mirrored::RunWorker(options);
 }

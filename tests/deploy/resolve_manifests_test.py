@@ -14,7 +14,9 @@ mirrored-launch, so that the manifests and the launcher cannot drift apart:
   checks `explain --from-k8s-indexed-job --json` against the DNS names the
   headless Service publishes;
 - both: runs each container's own args through `mirrored-launch ... --dry-run`
-  so that every flag in the manifests is one the launcher accepts.
+  with the real mirrored-worker, so that every flag in the manifests is one
+  the launcher accepts, and every worker flag (after `--`) one the worker
+  accepts (--dry-run runs it with --check-flags, which starts nothing).
 
   python3 tests/deploy/resolve_manifests_test.py build/bin/mirrored-launch [deploy/kubernetes]
 """
@@ -55,14 +57,17 @@ def explain(launcher, args, env, what):
     return json.loads(out)
 
 
-def dry_run(launcher, args, env, fake_worker, what):
-    """The container's own args, with --dry-run and a stand-in worker binary."""
+def dry_run(launcher, args, env, worker, what):
+    """The container's own args, with --dry-run and the worker binary `worker`."""
     check(args[:1] == ["cluster"], f"{what}: args must start with 'cluster'")
-    rc, out, err = run(launcher, [args[0], "--dry-run", "--worker-binary", fake_worker, *args[1:]],
+    rc, out, err = run(launcher, [args[0], "--dry-run", "--worker-binary", worker, *args[1:]],
                        {**env, "MIRRORED_JOB_TOKEN": "x" * 32})
     if check(rc == 0, f"{what}: `mirrored-launch {' '.join(args)}` rejected: {err.strip()}"):
         worker_args = args[args.index("--") + 1:]
         check(" ".join(worker_args) in out, f"{what}: dry run does not pass the worker arguments {worker_args}:\n{out}")
+        # With the real mirrored-worker, the dry run checks the workers' own flags too.
+        check(f"# worker flags: checked by {worker} --check-flags" in out,
+              f"{what}: the worker flags were not checked:\n{out}")
     return out
 
 
@@ -88,7 +93,7 @@ def operator_cluster(tfjob, include_evaluator):
     return cluster
 
 
-def check_tfjob(launcher, tfjob, fake_worker):
+def check_tfjob(launcher, tfjob, worker):
     specs = tfjob["spec"]["tfReplicaSpecs"]
     for include_evaluator in (True, False):
         cluster = operator_cluster(tfjob, include_evaluator)
@@ -116,7 +121,7 @@ def check_tfjob(launcher, tfjob, fake_worker):
                     check(got["this_task"]["role"] == "evaluator", f"{what}: role {got['this_task']['role']}")
                 if include_evaluator:
                     container = next(c for c in spec["template"]["spec"]["containers"] if c["name"] == "tensorflow")
-                    out = dry_run(launcher, container["args"], {"TF_CONFIG": tf_config}, fake_worker, what)
+                    out = dry_run(launcher, container["args"], {"TF_CONFIG": tf_config}, worker, what)
                     check(f"TF_CONFIG=" in out and f'"type":"{rt}"' in out.replace(" ", ""),
                           f"{what}: dry run does not hand the worker its TF_CONFIG:\n{out}")
 
@@ -136,7 +141,7 @@ def pod_env(container, pod_labels, namespace):
     return env
 
 
-def check_indexed_job(launcher, docs, fake_worker):
+def check_indexed_job(launcher, docs, worker):
     namespace = "default"
     services = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Service"}
     jobs = [d for d in docs if d["kind"] == "Job"]
@@ -165,7 +170,7 @@ def check_indexed_job(launcher, docs, fake_worker):
             check(got["coordination_service"]["address"] == dns[0], f"{what}: coordinator not at {dns[0]}")
             expected = f"worker:{i}" if i is not None else "evaluator:0"
             check(got["this_task"]["task"] == expected, f"{what}: this task {got['this_task']['task']} != {expected}")
-            dry_run(launcher, container["args"], env, fake_worker, what)
+            dry_run(launcher, container["args"], env, worker, what)
 
 
 def main():
@@ -175,15 +180,16 @@ def main():
     launcher = sys.argv[1]
     directory = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(__file__).resolve().parents[2] / "deploy/kubernetes"
     with tempfile.TemporaryDirectory() as tmp:
-        fake_worker = os.path.join(tmp, "mirrored-worker")
-        Path(fake_worker).write_text("#!/bin/sh\nexit 0\n")
-        os.chmod(fake_worker, 0o755)
+        # The real mirrored-worker beside the launcher: --dry-run runs it with
+        # --check-flags (it starts nothing), so a manifest's worker flag that
+        # does not exist fails here.
+        worker = os.path.join(os.path.dirname(os.path.abspath(launcher)), "mirrored-worker")
         tfjobs = [d for d in yaml.safe_load_all((directory / "tfjob.yaml").read_text()) if d and d["kind"] == "TFJob"]
         check(len(tfjobs) == 1, "tfjob.yaml: expected one TFJob")
         for tfjob in tfjobs:
-            check_tfjob(launcher, tfjob, fake_worker)
+            check_tfjob(launcher, tfjob, worker)
         docs = [d for d in yaml.safe_load_all((directory / "indexed-job.yaml").read_text()) if d]
-        check_indexed_job(launcher, docs, fake_worker)
+        check_indexed_job(launcher, docs, worker)
     for f in failures:
         print(f"FAIL: {f}")
     print("ok" if not failures else f"{len(failures)} failure(s)")

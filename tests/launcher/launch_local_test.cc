@@ -197,7 +197,30 @@ TEST_F(LaunchLocalTest, DryRunPrintsEveryTaskAndStartsNothing) {
   EXPECT_NE(out.find("--cpu-replicas 2"), std::string::npos) << out;
   EXPECT_NE(out.find("evaluator:0 (evaluator)"), std::string::npos) << out;
   EXPECT_NE(out.find("env: TF_CONFIG={\"cluster\":{\"worker\":[\"127.0.0.1:"), std::string::npos) << out;
+  // A stand-in binary is not run to check the flags (it might start training).
+  EXPECT_NE(out.find("# worker flags: not checked: " + kFakeWorker + " is not mirrored-worker"), std::string::npos)
+      << out;
   EXPECT_FALSE(fs::exists(dir_ / "run/logs"));
+}
+
+// With mirrored-worker (the one beside the launcher), --dry-run checks the
+// workers' own flags: a bad one is exit 2 naming it, before any job.
+TEST_F(LaunchLocalTest, DryRunChecksTheWorkersFlagsWithMirroredWorker) {
+  for (const auto& [worker_args, expected] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--model", "cnn", "--epochs", "2"}, "# worker flags: checked by "},
+           {{"--model", "cnn", "--epochz", "2"}, "the workers' flags (after `--`): The following arguments were "
+                                                 "not expected: 2 --epochz"},
+           {{"--lr", "-1"}, "the workers' flags (after `--`): mirrored-worker: error: --lr -1 must be a positive"}}) {
+    std::vector<std::string> argv = {kLauncher, "local", "--run-dir", (dir_ / "run").string(), "--dry-run", "--"};
+    argv.insert(argv.end(), worker_args.begin(), worker_args.end());
+    auto child = ChildProcess::Spawn(argv, {"PATH=/usr/bin:/bin"});
+    ASSERT_TRUE(child.ok()) << child.status();
+    std::string out;
+    EXPECT_EQ(Finish(*child, &out), expected.starts_with("#") ? 0 : 2) << out;
+    EXPECT_NE(out.find(expected), std::string::npos) << out;
+    EXPECT_FALSE(fs::exists(dir_ / "run/logs")) << out;
+  }
 }
 
 // Without --run-dir every launch gets a new directory, even launches in the
