@@ -116,6 +116,51 @@ TEST_F(CoordinationServiceTest, ATaskWithAnotherClusterFailsEveryRegistration) {
   EXPECT_EQ(late->status().code(), StatusCode::kInvalidArgument) << late->status();
 }
 
+// A second process claiming a task that runs, from another host, while that
+// task heartbeats: refused alone (exit 2), the job goes on. The same claim
+// once the task has gone silent, or from the task's own host, is a restart.
+TEST_F(CoordinationServiceTest, ASecondProcessClaimingARunningTaskFromAnotherHostIsRefusedAlone) {
+  auto s = Make({"chief:0", "worker:0"});
+  std::vector<std::optional<StatusOr<RegisteredView>>> views(2);
+  s->RegisterTaskAsync("chief:0", 1, 1, [&](const auto& v) { views[0] = v; }, "", "ipv4:10.0.0.1:40000");
+  s->RegisterTaskAsync("worker:0", 2, 1, [&](const auto& v) { views[1] = v; }, "", "ipv4:10.0.0.2:40001");
+  ASSERT_TRUE(views[0] && views[0]->ok() && views[1] && views[1]->ok());
+  now_ += 500;
+  ASSERT_TRUE(s->Heartbeat("worker:0", 2).ok());
+  std::optional<StatusOr<RegisteredView>> second;
+  s->RegisterTaskAsync("worker:0", 3, 1, [&](const auto& v) { second = v; }, "", "ipv4:10.0.0.3:40002");
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->status().code(), StatusCode::kInvalidArgument) << second->status();
+  EXPECT_NE(second->status().message().find("task worker:0 is already running, registered from 10.0.0.2 (its last "
+                                            "heartbeat 0 ms ago); this second process claiming it, from 10.0.0.3, "
+                                            "is refused"),
+            std::string::npos)
+      << second->status();
+  EXPECT_TRUE(s->Heartbeat("worker:0", 2).ok());  // the job goes on
+  EXPECT_TRUE(s->Heartbeat("chief:0", 1).ok());
+
+  // From its own host: a restart, which fails the job.
+  std::optional<StatusOr<RegisteredView>> restarted;
+  s->RegisterTaskAsync("worker:0", 4, 1, [&](const auto& v) { restarted = v; }, "", "ipv4:10.0.0.2:40003");
+  ASSERT_TRUE(restarted.has_value());
+  EXPECT_EQ(restarted->status().code(), StatusCode::kAborted) << restarted->status();
+  EXPECT_NE(restarted->status().message().find("restarted with a new incarnation"), std::string::npos)
+      << restarted->status();
+}
+
+TEST_F(CoordinationServiceTest, AClaimFromAnotherHostAfterTheTaskWentSilentIsARestart) {
+  auto s = Make({"chief:0", "worker:0"});
+  std::vector<std::optional<StatusOr<RegisteredView>>> views(2);
+  s->RegisterTaskAsync("chief:0", 1, 1, [&](const auto& v) { views[0] = v; }, "", "ipv4:10.0.0.1:40000");
+  s->RegisterTaskAsync("worker:0", 2, 1, [&](const auto& v) { views[1] = v; }, "", "ipv4:10.0.0.2:40001");
+  ASSERT_TRUE(views[1] && views[1]->ok());
+  now_ += 2500;  // a pod on a dead node, rescheduled elsewhere
+  std::optional<StatusOr<RegisteredView>> moved;
+  s->RegisterTaskAsync("worker:0", 3, 1, [&](const auto& v) { moved = v; }, "", "ipv4:10.0.0.9:40002");
+  ASSERT_TRUE(moved.has_value());
+  EXPECT_EQ(moved->status().code(), StatusCode::kAborted) << moved->status();
+}
+
 TEST_F(CoordinationServiceTest, UnknownTaskIsInvalidArgument) {
   auto s = Make({"chief:0"});
   std::optional<StatusOr<RegisteredView>> v;

@@ -156,7 +156,7 @@ grpc::ServerUnaryReactor* CoordinationRpcHandler::Register(grpc::CallbackServerC
         if (v.ok()) ToProto(*v, resp);
         reactor->Finish(ToGrpcStatus(v.status()));
       },
-      req->cluster());
+      req->cluster(), ctx->peer());
   return reactor;
 }
 

@@ -68,7 +68,11 @@ CoordinationService::CoordinationService(CoordinationServiceOptions options)
     : options_(std::move(options)),
       registration_deadline_ms_(options_.now_ms() + options_.registration_timeout_ms),
       barriers_(options_.tasks.size()) {
-  for (const auto& name : options_.tasks) tasks_.push_back(Task{name});
+  for (const auto& name : options_.tasks) {
+    Task t;
+    t.name = name;
+    tasks_.push_back(std::move(t));
+  }
 }
 
 CoordinationService::~CoordinationService() { Stop(); }
@@ -144,7 +148,9 @@ Status CoordinationService::CheckCallerLocked(const std::string& task, uint64_t 
 }
 
 void CoordinationService::RegisterTaskAsync(const std::string& task, uint64_t incarnation,
-                                            int device_count, RegisterCallback done, const std::string& cluster) {
+                                            int device_count, RegisterCallback done, const std::string& cluster,
+                                            const std::string& peer) {
+  const std::string host = peer.empty() ? "" : PeerHost(peer);
   Deferred deferred;
   Status immediate;
   std::optional<RegisteredView> answer;
@@ -180,9 +186,21 @@ void CoordinationService::RegisterTaskAsync(const std::string& task, uint64_t in
       immediate = *registration_error_;
     } else if (view_) {
       Task& t = tasks_[index];
+      // Alive by every sign (a heartbeat within the last 2 s, the usual
+      // interval being 1 s) and on another host than this caller: not a
+      // restart (whose old process is dead) but two processes given the
+      // same task. Only the newcomer is refused; the job goes on.
+      const int64_t since_heartbeat = options_.now_ms() - t.last_heartbeat_ms;
+      const bool duplicate = t.state == TaskState::kConnected && !t.host.empty() && !host.empty() &&
+                             t.host != host && since_heartbeat < std::min<int64_t>(2000, options_.heartbeat_timeout_ms);
       if (t.incarnation == incarnation) {
         answer = *view_;  // a retried Register of the same process
         answer->task_index = index;
+      } else if (duplicate) {
+        immediate = InvalidArgumentError(
+            "task " + task + " is already running, registered from " + t.host + " (its last heartbeat " +
+            std::to_string(since_heartbeat) + " ms ago); this second process claiming it, from " + host +
+            ", is refused: every process of a job needs its own task (check TF_CONFIG's \"task\" on " + host + ")");
       } else {
         FailTaskLocked(index,
                        "restarted with a new incarnation " + std::to_string(incarnation) +
@@ -210,6 +228,7 @@ void CoordinationService::RegisterTaskAsync(const std::string& task, uint64_t in
       t.state = TaskState::kConnected;
       t.incarnation = incarnation;
       t.device_count = device_count;
+      t.host = host;
       pending_registrations_.emplace_back(index, std::move(done));
       bool all = true;
       for (const Task& other : tasks_) all = all && other.state == TaskState::kConnected;

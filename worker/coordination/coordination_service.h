@@ -95,8 +95,11 @@ class CoordinationService {
   // Aborted with the job error (including: this task re-registered with a
   // new incarnation after rendezvous, which fails the job as "restarted");
   // Internal when the NCCL id cannot be made; Unavailable after Stop().
+  // `peer` is gRPC's name of the caller ("ipv4:10.0.0.2:41234"; "" in
+  // tests): a second process claiming a running task from another host is
+  // refused alone (InvalidArgument), not taken for that task's restart.
   void RegisterTaskAsync(const std::string& task, uint64_t incarnation, int device_count,
-                         RegisterCallback done, const std::string& cluster = "");
+                         RegisterCallback done, const std::string& cluster = "", const std::string& peer = "");
 
   // Errors: InvalidArgument (unknown task); FailedPrecondition (not
   // registered); Aborted (the job error; or the caller's incarnation is
@@ -161,6 +164,7 @@ class CoordinationService {
     uint64_t incarnation = 0;
     int device_count = 0;
     int64_t last_heartbeat_ms = 0;
+    std::string host;  // the registered process's (PeerHost), "" when unknown
   };
   struct Poll {
     int task_index;
