@@ -78,7 +78,8 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
   if (dry_run_) {
     out << "# mirrored-launch local --dry-run: " << plan->workers() << " worker(s)"
         << (evaluator_ ? " + evaluator" : "") << ", run directory " << options.run_dir
-        << ", coordination service at " << plan->coordinator_address() << "\n";
+        << ", coordination service at " << plan->coordinator_address()
+        << " (ports are picked again when the job starts)\n";
     return DryRun(plan->Tasks(0, env), out, err);
   }
   auto claim = ClaimRunDir(options.run_dir);  // held until the job ends

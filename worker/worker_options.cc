@@ -30,7 +30,10 @@ void WorkerOptions::Register(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--keep-checkpoints", keep_checkpoints, "Checkpoints to keep")->capture_default_str();
   app.add_option("--log-every", log_every, "Steps between progress lines and metrics")->capture_default_str();
-  app.add_flag("--validate,!--no-validate", validate, "Evaluate the test set at each epoch's end (default: on)");
+  // Two flags, so that --help does not show the negation's value ("{false}")
+  // as if it were the default.
+  app.add_flag("--validate", validate, "Evaluate the test set at each epoch's end (the default)");
+  app.add_flag_function("--no-validate", [this](int64_t) { validate = false; }, "Do not evaluate the test set");
   app.add_flag("--verify-replicas", verify_replicas,
                "After every step, check (two tiny all-reduces) that all replicas hold identical weights");
   app.add_option("--bucket-mb", bucket_mb, "Gradient bucket size in MiB")->capture_default_str();

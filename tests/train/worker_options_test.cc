@@ -31,6 +31,16 @@ TEST(WorkerOptionsTest, NoLrIsTheOptimizersDefault) {
   EXPECT_DOUBLE_EQ(given.EffectiveLearningRate(), 0.05);
 }
 
+TEST(WorkerOptionsTest, ValidationIsOnUnlessNoValidate) {
+  WorkerOptions plain, off, on;
+  ASSERT_TRUE(Parse({}, &plain).ok());
+  EXPECT_TRUE(plain.validate);
+  ASSERT_TRUE(Parse({"--no-validate"}, &off).ok());
+  EXPECT_FALSE(off.validate);
+  ASSERT_TRUE(Parse({"--validate"}, &on).ok());
+  EXPECT_TRUE(on.validate);
+}
+
 TEST(WorkerOptionsTest, LrThatIsNotAPositiveNumberIsRefused) {
   for (const char* bad : {"0", "-1", "nan", "inf"}) {
     WorkerOptions o;
