@@ -8,6 +8,7 @@
 #include "common/launcher_environment.h"
 #include "common/cluster/tf_config_parser.h"
 #include "launcher/job/local_job_plan.h"
+#include "launcher/dry_run.h"
 #include "launcher/supervised_run.h"
 
 namespace mirrored {

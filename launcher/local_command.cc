@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "launcher/job/local_job_plan.h"
+#include "launcher/dry_run.h"
 #include "launcher/supervised_run.h"
 
 namespace mirrored {

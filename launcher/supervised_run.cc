@@ -1,6 +1,5 @@
 #include "launcher/supervised_run.h"
 
-#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,10 +13,8 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
-#include <utility>
 
 #include "launcher/job/local_job_plan.h"
-#include "launcher/process/child_process.h"
 #include "worker/checkpoint/run_dir_lock.h"
 
 namespace mirrored {
@@ -74,95 +71,6 @@ Status CheckRunDirFree(const std::string& run_dir) {
 StatusOr<std::optional<RunDirLock>> ClaimRunDir(const std::string& run_dir) {
   MIRRORED_RETURN_IF_ERROR(CheckRunDirFree(run_dir));
   return RunDirLock::AcquireForLauncher(run_dir);
-}
-
-void PrintDryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out) {
-  for (const auto& t : tasks) {
-    out << t.name << (t.is_training ? "" : " (evaluator)") << "\n  command:";
-    for (const auto& a : t.argv) out << " " << a;
-    out << "\n";
-    for (const auto& e : LauncherSetEnvironment(t)) {
-      // The token is a secret: show enough to compare, not to reuse (none of
-      // a short one).
-      if (e.rfind("MIRRORED_JOB_TOKEN=", 0) == 0) {
-        const size_t chars = e.size() - 19;
-        out << "  env: " << e.substr(0, chars > 8 ? 23 : 19) << "... (" << chars << " chars)\n";
-      } else {
-        out << "  env: " << e << "\n";
-      }
-    }
-    out << "  log: " << t.log_path << "\n";
-  }
-}
-
-namespace {
-
-// Runs argv to its end (at most `timeout`), its stdout and stderr together.
-StatusOr<std::pair<ProcessExit, std::string>> Capture(const std::vector<std::string>& argv,
-                                                      const std::vector<std::string>& env,
-                                                      std::chrono::milliseconds timeout) {
-  MIRRORED_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv, env));
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::string output;
-  char buf[4096];
-  while (std::chrono::steady_clock::now() < deadline) {
-    pollfd p{child.output_fd(), POLLIN, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (poll(&p, 1, static_cast<int>(std::max<int64_t>(1, left.count()))) <= 0) continue;
-    const ssize_t n = read(child.output_fd(), buf, sizeof(buf));
-    if (n > 0) {
-      output.append(buf, static_cast<size_t>(n));
-    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-      break;  // EOF
-    }
-  }
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-  std::optional<ProcessExit> exit = child.WaitFor(std::max(left, std::chrono::milliseconds(1)));
-  if (!exit) {
-    return DeadlineExceededError(argv[0] + " did not end within " + std::to_string(timeout.count()) + " ms");
-  }
-  return std::make_pair(*exit, output);
-}
-
-std::string Trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-}  // namespace
-
-Status CheckWorkerFlags(const TaskLaunch& task, std::string* note) {
-  const std::string& binary = task.argv.front();
-  constexpr auto kLimit = std::chrono::seconds(20);
-  MIRRORED_ASSIGN_OR_RETURN(auto version, Capture({binary, "--version"}, task.env, kLimit));
-  if (!version.first.success() || version.second.rfind("mirrored-worker ", 0) != 0) {
-    *note = "not checked: " + binary + " is not mirrored-worker (its --version does not say so)";
-    return OkStatus();
-  }
-  std::vector<std::string> argv = task.argv;
-  argv.push_back("--check-flags");
-  MIRRORED_ASSIGN_OR_RETURN(auto checked, Capture(argv, task.env, kLimit));
-  if (checked.first.success()) {
-    *note = "checked by " + binary + " --check-flags";
-    return OkStatus();
-  }
-  if (checked.first.exit_code == kExitUsage) {
-    return InvalidArgumentError("the workers' flags (after `--`): " + Trimmed(checked.second));
-  }
-  return InternalError(binary + " --check-flags ended with " + checked.first.ToString() + ": " +
-                       Trimmed(checked.second));
-}
-
-int DryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out, std::ostream& err) {
-  PrintDryRun(tasks, out);
-  if (tasks.empty()) return kExitSuccess;
-  std::string note;
-  if (Status s = CheckWorkerFlags(tasks.front(), &note); !s.ok()) {
-    err << "mirrored-launch: error: " << s.message() << "\n";
-    return ExitCodeFor(s);
-  }
-  out << "# worker flags: " << note << "\n";
-  return kExitSuccess;
 }
 
 std::string ResolveWorkerBinary(const std::string& flag_value) {

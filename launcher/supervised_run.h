@@ -25,20 +25,6 @@ struct SupervisedRunOptions {
 
 int RunSupervised(const SupervisedRunOptions& options, const JobRunner::TaskFactory& tasks);
 
-// Prints what would be started: each task's command, TF_CONFIG and the
-// environment the launcher sets, without starting anything.
-void PrintDryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out);
-
-// --dry-run's check of the workers' own flags (those after `--`): when the
-// first task's binary is mirrored-worker (its --version says so), runs it
-// with --check-flags, which parses and validates them and starts nothing.
-// InvalidArgument with the worker's message for a bad flag. Another binary
-// (a custom training program) is not run: *note says so.
-Status CheckWorkerFlags(const TaskLaunch& task, std::string* note);
-
-// PrintDryRun, then CheckWorkerFlags: the launcher's exit code.
-int DryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out, std::ostream& err);
-
 // The mirrored-worker to start: --worker-binary if given, else
 // $MIRRORED_WORKER_BINARY, else the mirrored-worker beside this executable.
 std::string ResolveWorkerBinary(const std::string& flag_value);

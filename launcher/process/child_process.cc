@@ -49,6 +49,32 @@ ProcessExit DecodeWaitStatus(int status) {
 
 }  // namespace
 
+StatusOr<std::pair<ProcessExit, std::string>> ChildProcess::RunToEnd(const std::vector<std::string>& argv,
+                                                                     const std::vector<std::string>& env,
+                                                                     std::chrono::milliseconds timeout) {
+  MIRRORED_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv, env));
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string output;
+  char buf[4096];
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{child.output_fd(), POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (poll(&p, 1, static_cast<int>(std::max<int64_t>(1, left.count()))) <= 0) continue;
+    const ssize_t n = read(child.output_fd(), buf, sizeof(buf));
+    if (n > 0) {
+      output.append(buf, static_cast<size_t>(n));
+    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+      break;  // EOF
+    }
+  }
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  std::optional<ProcessExit> exit = child.WaitFor(std::max(left, std::chrono::milliseconds(1)));
+  if (!exit) {
+    return DeadlineExceededError(argv[0] + " did not end within " + std::to_string(timeout.count()) + " ms");
+  }
+  return std::make_pair(*exit, output);
+}
+
 std::string SignalName(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   if (abbrev == nullptr) return "signal " + std::to_string(sig);

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -45,6 +46,12 @@ class ChildProcess {
   // close-on-exec pipe.
   static StatusOr<ChildProcess> Spawn(const std::vector<std::string>& argv,
                                       const std::vector<std::string>& env);
+
+  // Runs argv to its end and returns its exit and its stdout + stderr;
+  // DeadlineExceeded (the child killed) when it runs past `timeout`.
+  static StatusOr<std::pair<ProcessExit, std::string>> RunToEnd(const std::vector<std::string>& argv,
+                                                                const std::vector<std::string>& env,
+                                                                std::chrono::milliseconds timeout);
 
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess& operator=(ChildProcess&& other) noexcept;

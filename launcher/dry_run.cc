@@ -1,0 +1,93 @@
+#include "launcher/dry_run.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "common/launcher_environment.h"
+#include "launcher/job/local_job_plan.h"
+#include "launcher/process/child_process.h"
+
+namespace mirrored {
+namespace {
+
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+bool StartsWith(const std::string& entry, const char* key) {
+  const std::string prefix = std::string(key) + "=";
+  return entry.rfind(prefix, 0) == 0;
+}
+
+}  // namespace
+
+void PrintDryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out) {
+  for (const auto& t : tasks) {
+    out << t.name << (t.is_training ? "" : " (evaluator)") << "\n  command:";
+    for (const auto& a : t.argv) out << " " << a;
+    out << "\n";
+    for (const auto& e : LauncherSetEnvironment(t)) {
+      // The token is a secret: show enough to compare, not to reuse (none of
+      // a short one).
+      if (e.rfind("MIRRORED_JOB_TOKEN=", 0) == 0) {
+        const size_t chars = e.size() - 19;
+        out << "  env: " << e.substr(0, chars > 8 ? 23 : 19) << "... (" << chars << " chars)\n";
+      } else {
+        out << "  env: " << e << "\n";
+      }
+    }
+    out << "  log: " << t.log_path << "\n";
+  }
+}
+
+Status CheckWorkerFlags(const TaskLaunch& task, std::string* note) {
+  const std::string& binary = task.argv.front();
+  if (std::filesystem::path(binary).filename() != "mirrored-worker") {
+    *note = "not checked: " + binary + " is not mirrored-worker (no other program is run for a dry run)";
+    return OkStatus();
+  }
+  // Nothing that would let it join a job, were it to start one.
+  std::vector<std::string> env;
+  for (const std::string& e : task.env) {
+    if (!StartsWith(e, "TF_CONFIG") && !StartsWith(e, kJobTokenVariable) && !StartsWith(e, kGenerationVariable) &&
+        !StartsWith(e, kTrainingEndedVariable)) {
+      env.push_back(e);
+    }
+  }
+  std::vector<std::string> argv = task.argv;
+  argv.push_back("--check-flags");
+  auto checked = ChildProcess::RunToEnd(argv, env, std::chrono::seconds(10));
+  if (!checked.ok()) {
+    *note = "not checked: " + binary + " --check-flags: " + checked.status().message();
+    return OkStatus();
+  }
+  const auto& [exit, output] = *checked;
+  if (exit.success()) {
+    *note = "checked by " + binary + " --check-flags";
+    return OkStatus();
+  }
+  if (output.find("--check-flags") != std::string::npos) {  // CLI11: "not expected: --check-flags"
+    *note = "not checked: " + binary + " is an older mirrored-worker, without --check-flags";
+    return OkStatus();
+  }
+  if (exit.exit_code == kExitUsage) {
+    return InvalidArgumentError("the workers' flags (after `--`): " + Trimmed(output));
+  }
+  *note = "not checked: " + binary + " --check-flags ended with " + exit.ToString() + ": " + Trimmed(output);
+  return OkStatus();
+}
+
+int DryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out, std::ostream& err) {
+  PrintDryRun(tasks, out);
+  if (tasks.empty()) return kExitSuccess;
+  std::string note;
+  if (Status s = CheckWorkerFlags(tasks.front(), &note); !s.ok()) {
+    err << "mirrored-launch: error: " << s.message() << "\n";
+    return ExitCodeFor(s);
+  }
+  out << "# worker flags: " << note << "\n";
+  return kExitSuccess;
+}
+
+}  // namespace mirrored

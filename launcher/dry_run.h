@@ -1,0 +1,31 @@
+// --dry-run of `local` and `cluster`: what would be started, and a check of
+// the workers' own flags, starting nothing.
+//
+//   if (dry_run) return DryRun(plan->Tasks(0, env), std::cout, std::cerr);
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "launcher/process/job_supervisor.h"
+
+namespace mirrored {
+
+// Prints each task's command, TF_CONFIG and the environment the launcher
+// sets (the job token masked).
+void PrintDryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out);
+
+// The workers' own flags (after `--`), checked by the task's binary when it
+// is a mirrored-worker (by its file name: no other program is run, since one
+// that ignores the flag would start training): it runs with --check-flags,
+// which parses and validates them and starts nothing, in an environment
+// without the job's TF_CONFIG and token. InvalidArgument with the worker's
+// message for a bad flag; *note says what was checked, or why not.
+Status CheckWorkerFlags(const TaskLaunch& task, std::string* note);
+
+// PrintDryRun, then CheckWorkerFlags on the first task: the exit code.
+int DryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out, std::ostream& err);
+
+}  // namespace mirrored
