@@ -37,7 +37,7 @@ struct TaskLaunch {
   bool is_training = true;         // false for the evaluator
   std::vector<std::string> argv;
   std::vector<std::string> env;    // the task's whole environment
-  std::string log_path;            // "" for no log file; appended to otherwise
+  std::string log_path = "";       // "" for no log file; appended to otherwise
 };
 
 struct TaskResult {

@@ -106,6 +106,25 @@ TEST(CheckpointWriterTest, PruningNeverRemovesTheLeasedCheckpoint) {
   EXPECT_EQ(CompleteSteps(dir.path()), (std::vector<int64_t>{50, 60}));
 }
 
+// A chief that started from step 20 (training_start.h): an evaluator's
+// progress recorded under another start, past step 20, counts only up to 20
+// (those checkpoints were lost); under this start it counts in full.
+TEST(CheckpointWriterTest, ProgressOfAnEarlierStartCountsOnlyUpToThisStart) {
+  ScratchDir dir;
+  FileEnv* env = FileEnv::Default();
+  CheckpointWriter writer(env, dir.path(), {.keep_checkpoints = 1, .start_run = "new", .start_step = 20});
+  ASSERT_TRUE(EvaluatorLease::Follow(env, dir.path()).ok());
+  ASSERT_TRUE(EvaluatorLease::MarkEvaluated(env, dir.path(), 50, "old").ok());
+  for (int64_t step : {30, 40}) ASSERT_TRUE(writer.Write(TestModel(step).Contents()).ok());
+  EXPECT_EQ(CompleteSteps(dir.path()), (std::vector<int64_t>{30, 40}));  // ckpt-30 kept for the evaluator
+  ASSERT_TRUE(EvaluatorLease::MarkEvaluated(env, dir.path(), 50, "new").ok());
+  ASSERT_TRUE(writer.Write(TestModel(60).Contents()).ok());
+  EXPECT_EQ(CompleteSteps(dir.path()), (std::vector<int64_t>{60}));
+  auto lease = EvaluatorLease::Read(env, dir.path());
+  ASSERT_TRUE(lease.ok());
+  EXPECT_EQ(lease->start_run, "new");  // written and read back
+}
+
 TEST(CheckpointWriterTest, AFollowingEvaluatorsBacklogIsKeptWithinTwiceK) {
   ScratchDir dir;
   FileEnv* env = FileEnv::Default();

@@ -14,6 +14,7 @@
 
 #include "worker/checkpoint/run_dir_lock.h"
 #include "worker/checkpoint/training_done.h"
+#include "worker/checkpoint/training_start.h"
 
 namespace mirrored {
 namespace {
@@ -159,6 +160,25 @@ TEST_F(RunDirFilesTest, RunDirThatIsAFileIsRefusedNamingIt) {
   EXPECT_NE(lock.status().message().find("--run-dir " + dir_.string() + ": cannot create"), std::string::npos)
       << lock.status();
   fs::remove(dir_);
+}
+
+TEST_F(RunDirFilesTest, TrainingStartRoundTripsWithANewRunEachTimeAndDamageIsDataLoss) {
+  fs::create_directories(dir_);
+  auto none = TrainingStart::Read(FileEnv::Default(), dir_.string());
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_value());
+  auto run = TrainingStart::Write(FileEnv::Default(), dir_.string(), 400);  // makes checkpoints/
+  ASSERT_TRUE(run.ok()) << run.status();
+  auto start = TrainingStart::Read(FileEnv::Default(), dir_.string());
+  ASSERT_TRUE(start.ok() && start->has_value()) << start.status();
+  EXPECT_EQ((*start)->from_step, 400);
+  EXPECT_EQ((*start)->run, *run);
+  auto again = TrainingStart::Write(FileEnv::Default(), dir_.string(), 400);
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(*again, *run);
+  std::ofstream(dir_ / "checkpoints" / "training-start", std::ios::trunc) << "{\"from_step\": \"x\"}";
+  auto damaged = TrainingStart::Read(FileEnv::Default(), dir_.string());
+  EXPECT_EQ(damaged.status().code(), StatusCode::kDataLoss) << damaged.status();
 }
 
 TEST_F(RunDirFilesTest, TrainingDoneRoundTripsAndDamageIsDataLoss) {

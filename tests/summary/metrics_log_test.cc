@@ -73,16 +73,19 @@ TEST_F(MetricsLogTest, OpenNamesAnUnwritablePath) {
   EXPECT_NE(log.status().message().find("no-such-dir/metrics.jsonl"), std::string::npos) << log.status();
 }
 
-TEST_F(MetricsLogTest, SupersedeAfterDropsLaterTrainAndValidationLinesAndKeepsEvalLines) {
-  Write(Line("train", 10).dump() + "\n" + Line("validation", 20).dump() + "\n" + Line("train", 30).dump() + "\n" +
-        Line("eval", 30).dump() + "\n" + "{\"kind\":\"tr\n" + Line("validation", 40).dump() + "\n");
+// Eval lines after the step go too: the job resumes from its latest valid
+// checkpoint, so the ones they evaluated are lost.
+TEST_F(MetricsLogTest, SupersedeAfterDropsEveryLaterLine) {
+  Write(Line("train", 10).dump() + "\n" + Line("eval", 10).dump() + "\n" + Line("validation", 20).dump() + "\n" +
+        Line("train", 30).dump() + "\n" + Line("eval", 30).dump() + "\n" + "{\"kind\":\"tr\n" +
+        Line("validation", 40).dump() + "\n");
   auto log = MetricsLog::Open(path_);
   ASSERT_TRUE(log.ok()) << log.status();
   auto removed = (*log)->SupersedeAfter(20);
   ASSERT_TRUE(removed.ok()) << removed.status();
-  EXPECT_EQ(*removed, 3);  // and the damaged line
-  EXPECT_EQ(Contents(), Line("train", 10).dump() + "\n" + Line("validation", 20).dump() + "\n" +
-                            Line("eval", 30).dump() + "\n");
+  EXPECT_EQ(*removed, 4);  // and the damaged line
+  EXPECT_EQ(Contents(), Line("train", 10).dump() + "\n" + Line("eval", 10).dump() + "\n" +
+                            Line("validation", 20).dump() + "\n");
   // The log appends to the rewritten file.
   ASSERT_TRUE((*log)->Append(Line("train", 21)).ok());
   const std::string after = Contents();
@@ -93,17 +96,6 @@ TEST_F(MetricsLogTest, SupersedeAfterDropsLaterTrainAndValidationLinesAndKeepsEv
   ASSERT_TRUE(removed.ok());
   EXPECT_EQ(*removed, 0);
   EXPECT_EQ(fs::last_write_time(path_), before);
-}
-
-// A fresh start: no checkpoint is left, so the eval lines go too.
-TEST_F(MetricsLogTest, SupersedeAfterWithEvalTooDropsLaterEvalLines) {
-  Write(Line("train", 10).dump() + "\n" + Line("eval", 10).dump() + "\n" + Line("validation", 20).dump() + "\n");
-  auto log = MetricsLog::Open(path_);
-  ASSERT_TRUE(log.ok()) << log.status();
-  auto removed = (*log)->SupersedeAfter(0, MetricsLog::Lines::kEvalToo);
-  ASSERT_TRUE(removed.ok()) << removed.status();
-  EXPECT_EQ(*removed, 3);
-  EXPECT_EQ(Contents(), "");
 }
 
 TEST_F(MetricsLogTest, AnIncompleteLastLineIsEndedBeforeTheNextAndDroppedBySupersede) {
@@ -162,7 +154,7 @@ TEST_F(MetricsLogTest, ARewriteCutShortIsCompletedFromItsSavedResult) {
 // A saved result whose file has grown since (an evaluator appended after
 // the crash) is not applied: that would lose those lines.
 TEST_F(MetricsLogTest, ASavedRewriteIsNotAppliedOverLinesAppendedSince) {
-  const std::string appended = Line("eval", 20).dump() + "\n";
+  const std::string appended = Line("eval", 10).dump() + "\n";
   Write(Line("train", 10).dump() + "\n" + appended);
   {
     std::ofstream(path_ + ".rewrite", std::ios::binary)

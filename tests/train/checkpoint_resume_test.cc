@@ -440,7 +440,9 @@ TEST_F(CheckpointResumeTest, AFreshStartDropsTheOldEvalLinesAndEachCheckpointHas
 
   ProcessRun second = RunProcess(job("10"));
   ASSERT_TRUE(second.exit && second.exit->success()) << second.output;
-  EXPECT_NE(second.output.find("evaluating its checkpoints again"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("the job started again from step 0, behind ckpt-20 evaluated before"),
+            std::string::npos)
+      << second.output;
   EXPECT_NE(second.output.find("[evaluator:0] evaluated final checkpoint ckpt-10"), std::string::npos)
       << second.output;
   EXPECT_EQ(EvalLines(run), (std::vector<std::pair<int64_t, std::string>>{{10, "ckpt-10"}})) << second.output;
@@ -453,6 +455,37 @@ TEST_F(CheckpointResumeTest, AFreshStartDropsTheOldEvalLinesAndEachCheckpointHas
   ASSERT_TRUE(again.exit && again.exit->success()) << again.output;
   EXPECT_NE(again.output.find("metrics.jsonl already has ckpt-10's eval line"), std::string::npos) << again.output;
   EXPECT_EQ(EvalLines(run), (std::vector<std::pair<int64_t, std::string>>{{10, "ckpt-10"}})) << again.output;
+}
+
+// The latest checkpoint, evaluated, then damaged: the job resumes from the
+// one before and writes that step's checkpoint anew. Its old eval line goes
+// with it, and the evaluator, whose lease is past the resume step, evaluates
+// the new one: one line per checkpoint, of the checkpoint that exists.
+TEST_F(CheckpointResumeTest, AResumeFromBeforeTheEvaluatorsProgressHasItsNewCheckpointsEvaluated) {
+  const fs::path run = dir_ / "went-back";
+  auto job = [&] {
+    std::vector<std::string> argv = Job(run, {"--poll-interval", "0.1"}, "20");
+    argv.insert(argv.begin() + 2, "--evaluator");
+    return argv;
+  };
+  ProcessRun first = RunProcess(job());
+  ASSERT_TRUE(first.exit && first.exit->success()) << first.output;
+  ASSERT_EQ(EvalLines(run).size(), 2u) << first.output;
+  {
+    std::fstream f(run / "checkpoints" / "ckpt-20" / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-100, std::ios::end);
+    const char bad[8] = {'\x5a', '\x5a', '\x5a', '\x5a', '\x5a', '\x5a', '\x5a', '\x5a'};
+    f.write(bad, sizeof(bad));
+  }
+  ProcessRun again = RunProcess(job());
+  ASSERT_TRUE(again.exit && again.exit->success()) << again.output;
+  EXPECT_NE(again.output.find("checkpoints/ckpt-10 (step 10"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("the job started again from step 10, behind ckpt-20 evaluated before"),
+            std::string::npos)
+      << again.output;
+  EXPECT_NE(again.output.find("[evaluator:0] evaluated final checkpoint ckpt-20"), std::string::npos) << again.output;
+  EXPECT_EQ(EvalLines(run), (std::vector<std::pair<int64_t, std::string>>{{10, "ckpt-10"}, {20, "ckpt-20"}}))
+      << again.output;
 }
 
 // The job's final checkpoint damaged after it was written (its CRC-32C no

@@ -268,6 +268,12 @@ Status CheckpointWriter::UpdateIndexAndPrune(int64_t step) {
   bool prune = true;
   if (StatusOr<EvaluatorLease::State> read = EvaluatorLease::Read(env_, run_dir_); read.ok()) {
     lease = *read;
+    // Progress made under an earlier start went past where this run began:
+    // those checkpoints were lost, and this run's are not evaluated yet.
+    if (!options_.start_run.empty() && lease.start_run != options_.start_run && lease.last_evaluated_step &&
+        *lease.last_evaluated_step > options_.start_step) {
+      lease.last_evaluated_step = options_.start_step;
+    }
   } else {
     MIRRORED_LOG(WARNING) << "not pruning old checkpoints: cannot read the evaluator's lease: "
                           << read.status();

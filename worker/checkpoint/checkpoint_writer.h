@@ -54,6 +54,10 @@ struct CheckpointContents {
 
 struct CheckpointWriterOptions {
   int keep_checkpoints = 5;  // K >= 1
+  // This chief's start (training_start.h): an evaluator's progress recorded
+  // under another start counts as evaluated only up to start_step.
+  std::string start_run = "";
+  int64_t start_step = 0;
   // How long a write waits for the previous asynchronous one to finish.
   std::chrono::milliseconds wait_timeout = std::chrono::minutes(10);
 };

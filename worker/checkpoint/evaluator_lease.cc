@@ -31,6 +31,11 @@ StatusOr<EvaluatorLease::State> EvaluatorLease::Read(FileEnv* env, const std::st
       return DataLossError(path + ": \"last_evaluated_step\" is not an integer");
     state.last_evaluated_step = done->get<int64_t>();
   }
+  auto start_run = json.find("start_run");
+  if (start_run != json.end() && !start_run->is_null()) {
+    if (!start_run->is_string()) return DataLossError(path + ": \"start_run\" is not a string");
+    state.start_run = start_run->get<std::string>();
+  }
   auto following = json.find("following");
   if (following != json.end() && !following->is_null()) {
     if (!following->is_boolean()) return DataLossError(path + ": \"following\" is not a boolean");
@@ -47,6 +52,7 @@ Status EvaluatorLease::Write(FileEnv* env, const std::string& run_dir, const Sta
                                     ? nlohmann::json(*state.last_evaluated_step)
                                     : nlohmann::json(nullptr);
   json["following"] = state.following;
+  json["start_run"] = state.start_run ? nlohmann::json(*state.start_run) : nlohmann::json(nullptr);
   // Not kTempPrefix: the chief removes stray ".tmp-*" entries, and must not
   // remove the evaluator's temp file while the evaluator writes it.
   return WriteFileAtomically(env, CheckpointsDir(run_dir), kEvalLeaseFileName, json.dump() + "\n",
@@ -83,10 +89,12 @@ Status EvaluatorLease::Acquire(FileEnv* env, const std::string& run_dir, int64_t
   return Write(env, run_dir, next);
 }
 
-Status EvaluatorLease::MarkEvaluated(FileEnv* env, const std::string& run_dir, int64_t step) {
+Status EvaluatorLease::MarkEvaluated(FileEnv* env, const std::string& run_dir, int64_t step,
+                                     const std::string& start_run) {
   State next = ReadOrEmpty(env, run_dir);
   next.reading = std::nullopt;
   next.last_evaluated_step = step;
+  if (!start_run.empty()) next.start_run = start_run;
   next.following = true;
   return Write(env, run_dir, next);
 }

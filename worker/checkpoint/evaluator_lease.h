@@ -4,7 +4,10 @@
 // by the evaluator (the only writer), read by the chief's CheckpointWriter
 // before pruning:
 //   {"reading": "ckpt-400" | null, "last_evaluated_step": 200 | null,
-//    "following": true | false}
+//    "following": true | false, "start_run": "5d0e7a9c31f2b864" | null}
+// "start_run" names the chief's start (training_start.h) that the progress
+// belongs to: after another start from an earlier step, the progress past
+// that step is an earlier run's.
 // The chief never deletes the checkpoint named by "reading", however old.
 // While "following" is true (an evaluator is running, or died without
 // finishing), it also keeps the checkpoints after "last_evaluated_step" (the
@@ -43,6 +46,7 @@ class EvaluatorLease {
     std::optional<int64_t> reading;              // protected from pruning
     std::optional<int64_t> last_evaluated_step;  // progress, for a restarted evaluator
     bool following = false;                      // the backlog after it is protected too
+    std::optional<std::string> start_run;        // training_start.h's run of the progress
 
     // Whether the chief must keep ckpt-<step> for the evaluator: it reads
     // it, or it is in the followed backlog.
@@ -62,8 +66,10 @@ class EvaluatorLease {
   // Protects ckpt-<step> from pruning, keeping the rest of the lease (and
   // following: a lease lost meanwhile is rewritten as following).
   static Status Acquire(FileEnv* env, const std::string& run_dir, int64_t step);
-  // Releases "reading" and records `step` as evaluated, following.
-  static Status MarkEvaluated(FileEnv* env, const std::string& run_dir, int64_t step);
+  // Releases "reading" and records `step` as evaluated, following, under the
+  // chief's start `start_run` ("" when there is no record of one).
+  static Status MarkEvaluated(FileEnv* env, const std::string& run_dir, int64_t step,
+                              const std::string& start_run = "");
   // The evaluator has ended normally: nothing is protected any more; the
   // progress is kept.
   static Status Stop(FileEnv* env, const std::string& run_dir);

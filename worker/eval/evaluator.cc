@@ -16,6 +16,7 @@
 #include "worker/checkpoint/evaluator_lease.h"
 #include "worker/checkpoint/run_dir_lock.h"
 #include "worker/checkpoint/training_done.h"
+#include "worker/checkpoint/training_start.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/eval/stop_signal.h"
 #include "worker/model/cpu_backend.h"
@@ -129,8 +130,10 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
 
   EvaluationSummary summary;
   int64_t done_step = -1;
+  std::string start_run;  // the chief's start (training_start.h) that done_step belongs to
   if (auto lease = EvaluatorLease::Read(env, options.run_dir); lease.ok() && lease->last_evaluated_step) {
     done_step = *lease->last_evaluated_step;
+    start_run = lease->start_run.value_or("");
     MIRRORED_LOG(INFO) << "resuming after step " << done_step << " (recorded in the evaluator lease)";
   }
   // --device: the evaluator runs one model copy, on the first visible GPU
@@ -172,26 +175,49 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
   // (MIRRORED_TRAINING_ENDED): the record is that job's.
   const bool beside_a_job = LauncherGeneration() && !LauncherSaysTrainingEnded();
   auto quiet_since = Clock::now();
-  std::map<int64_t, Status> unreadable;  // checkpoints skipped as damaged or gone, and why
+  // Checkpoints skipped as damaged or gone, why, and when their directory
+  // was written: one written again since (a resumed job's) is retried.
+  struct Skipped {
+    Status why;
+    std::optional<std::filesystem::file_time_type> written;
+  };
+  std::map<int64_t, Skipped> unreadable;
+  auto written = [&](int64_t step) -> std::optional<std::filesystem::file_time_type> {
+    std::error_code ec;
+    auto t = std::filesystem::last_write_time(CheckpointsDir(options.run_dir) + "/" + CheckpointDirName(step), ec);
+    if (ec) return std::nullopt;
+    return t;
+  };
   MIRRORED_LOG(INFO) << "evaluator following " << options.run_dir << "/checkpoints every " << options.poll_interval_sec
                      << " s";
 
   while (true) {
+    // A chief that started since (training_start.h) from a step behind this
+    // evaluator's progress: the checkpoints after that step are new ones
+    // (their eval lines went with the old ones'). Read before listing: the
+    // record precedes every checkpoint of its run.
+    if (auto start = TrainingStart::Read(env, options.run_dir); start.ok() && *start && (*start)->run != start_run) {
+      if ((*start)->from_step < done_step) {
+        MIRRORED_LOG(INFO) << "the job started again from step " << (*start)->from_step << ", behind ckpt-"
+                           << done_step << " evaluated before: evaluating its checkpoints after step "
+                           << (*start)->from_step;
+        done_step = (*start)->from_step;
+        unreadable.erase(unreadable.upper_bound(done_step), unreadable.end());
+      }
+      start_run = (*start)->run;
+    }
     auto listed = reader.ListComplete();
     std::vector<CheckpointInfo> pending;
-    if (listed.ok() && !listed->empty() && listed->back().step < done_step) {
-      // The newest checkpoint is older than what was evaluated: the job
-      // started afresh (its checkpoints deleted, the lease kept) or went back
-      // to an earlier one. Follow it from its oldest; those evaluated before
-      // keep their one line in metrics.jsonl.
-      MIRRORED_LOG(INFO) << "the newest checkpoint, ckpt-" << listed->back().step << ", is older than ckpt-"
-                         << done_step << ", evaluated before: the job went back; evaluating its checkpoints again";
-      done_step = -1;
-      unreadable.clear();
-    }
     if (listed.ok()) {
-      for (auto& info : *listed)
-        if (info.step > done_step) pending.push_back(std::move(info));
+      for (auto& info : *listed) {
+        auto skipped = unreadable.find(info.step);
+        const bool rewritten = skipped != unreadable.end() && written(info.step) != skipped->second.written;
+        if (rewritten) {
+          MIRRORED_LOG(INFO) << "ckpt-" << info.step << ", skipped as unreadable, was written again: retrying it";
+          unreadable.erase(skipped);
+        }
+        if (info.step > done_step || rewritten) pending.push_back(std::move(info));
+      }
     } else if (listed.status().code() != StatusCode::kNotFound) {
       MIRRORED_LOG(WARNING) << "cannot list checkpoints: " << listed.status();
     }
@@ -203,8 +229,8 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
         // Pruned or damaged between listing and loading: skip it, never
         // evaluate a partial one.
         MIRRORED_LOG(WARNING) << "skipping ckpt-" << info.step << ": " << loaded.status();
-        unreadable[info.step] = loaded.status();
-        done_step = info.step;
+        unreadable[info.step] = Skipped{loaded.status(), written(info.step)};
+        done_step = std::max(done_step, info.step);
         continue;
       }
       const CheckpointState& st = loaded->info.state;
@@ -249,8 +275,9 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
       MIRRORED_RETURN_IF_ERROR((*events)->WriteScalar("loss", info.step, static_cast<float>(loss)));
       MIRRORED_RETURN_IF_ERROR((*events)->WriteScalar("accuracy", info.step, static_cast<float>(accuracy)));
       MIRRORED_RETURN_IF_ERROR(WhileRunning((*events)->Flush()));
-      MIRRORED_RETURN_IF_ERROR(WhileRunning(EvaluatorLease::MarkEvaluated(env, options.run_dir, info.step)));
-      done_step = info.step;
+      done_step = std::max(done_step, info.step);  // a retried one may be older
+      MIRRORED_RETURN_IF_ERROR(
+          WhileRunning(EvaluatorLease::MarkEvaluated(env, options.run_dir, done_step, start_run)));
       last_progress = quiet_since = Clock::now();
       ++summary.evaluations;
       summary.last_step = info.step;
@@ -264,13 +291,17 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
     auto done = TrainingDone::Read(env, options.run_dir);
     if (done.ok() && !*done) initial_run.reset();  // removed: a chief is training
     const bool this_run = done.ok() && *done && (!initial_run || (*done)->run != *initial_run);
-    if (done.ok() && *done && (*done)->step <= done_step &&
+    // The job's last checkpoint skipped, but written again since: the next
+    // poll retries it.
+    auto bad = done.ok() && *done ? unreadable.find((*done)->step) : unreadable.end();
+    const bool last_rewritten = bad != unreadable.end() && written(bad->first) != bad->second.written;
+    if (done.ok() && *done && (*done)->step <= done_step && !last_rewritten &&
         (this_run || !beside_a_job || Clock::now() - quiet_since >= kQuietGrace)) {
-      if (auto bad = unreadable.find((*done)->step); bad != unreadable.end()) {
+      if (bad != unreadable.end()) {
         // The job's last checkpoint was skipped, not evaluated: say so.
         (void)EvaluatorLease::Stop(env, options.run_dir);
         return DataLossError("the job's last checkpoint ckpt-" + std::to_string((*done)->step) +
-                             " could not be evaluated: " + bad->second.message());
+                             " could not be evaluated: " + bad->second.why.message());
       }
       if (summary.evaluations == 0) {
         Print("the job's last checkpoint ckpt-" + std::to_string((*done)->step) +

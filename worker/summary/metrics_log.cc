@@ -98,10 +98,9 @@ LineFields Fields(const std::string& line) {
 
 // Whether `line` goes: a train/validation line of a step after `step`, or
 // not a JSON object at all.
-bool Superseded(const std::string& line, int64_t step, bool eval_too) {
+bool Superseded(const std::string& line, int64_t step) {
   const LineFields f = Fields(line);
-  return !f.object ||
-         ((f.kind == "train" || f.kind == "validation" || (eval_too && f.kind == "eval")) && f.step && *f.step > step);
+  return !f.object || (f.step && *f.step > step);
 }
 
 }  // namespace
@@ -167,7 +166,7 @@ StatusOr<bool> MetricsLog::Has(const std::string& kind, int64_t step) {
   return false;
 }
 
-StatusOr<int64_t> MetricsLog::SupersedeAfter(int64_t step, Lines lines) {
+StatusOr<int64_t> MetricsLog::SupersedeAfter(int64_t step) {
   std::lock_guard<std::mutex> guard(mu_);
   // Its own descriptor: pwrite on the O_APPEND one would append.
   const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -220,7 +219,7 @@ StatusOr<int64_t> MetricsLog::SupersedeAfter(int64_t step, Lines lines) {
       break;
     }
     const std::string line = text.substr(begin, end - begin);
-    if (Superseded(line, step, lines == Lines::kEvalToo)) {
+    if (Superseded(line, step)) {
       ++removed;
     } else {
       kept.append(line).push_back('\n');

@@ -8,13 +8,12 @@
 //   auto log = MetricsLog::Open("runs/x/metrics.jsonl");
 //   (*log)->Append({{"kind", "train"}, {"step", 100}, {"loss", 0.41}, ...});
 //
-// A job that resumes from the checkpoint at step S trains steps S+1... again:
-// the train and validation lines an earlier run wrote for them describe
-// weights that no longer exist. SupersedeAfter(S) drops them (as TensorBoard
-// does with its events on a SessionLog START), so that a reader sees every
-// step once; eval lines are kept (they evaluated checkpoints that existed),
-// except on a fresh start (no checkpoint left: they can only be of an
-// earlier run's deleted checkpoints, whose steps the new run will reuse).
+// A job that resumes from the checkpoint at step S (0: afresh) trains steps
+// S+1... again: the lines an earlier run wrote for them describe weights that
+// no longer exist (train, validation), or checkpoints that no longer exist
+// (eval: S is the latest valid checkpoint). SupersedeAfter(S) drops them (as
+// TensorBoard does with its events on a SessionLog START), so that a reader
+// sees every step once.
 // The file is rewritten in place (every writer's descriptor stays valid, on
 // NFS too), after a copy of the result is saved as metrics.jsonl.rewrite: a
 // rewrite cut short by a crash is completed from it at the next start.
@@ -46,13 +45,12 @@ class MetricsLog {
   // A line left incomplete by a crashed writer is ended before this one.
   Status Append(nlohmann::json record);
 
-  enum class Lines { kTrainingOnly, kEvalToo };
-  // Removes the "train" and "validation" lines (and the "eval" ones, with
-  // kEvalToo) whose step is greater than `step`, and what crashed writers
-  // left: an incomplete last line, or a line that is not a JSON object.
-  // Returns how many lines were removed (0: the file is left as it was, also
-  // when the lock is not granted within kMetricsLockWait, with a warning).
-  StatusOr<int64_t> SupersedeAfter(int64_t step, Lines lines = Lines::kTrainingOnly);
+  // Removes the lines whose step is greater than `step`, and what crashed
+  // writers left: an incomplete last line, or a line that is not a JSON
+  // object. Returns how many lines were removed (0: the file is left as it
+  // was, also when the lock is not granted within kMetricsLockWait, with a
+  // warning).
+  StatusOr<int64_t> SupersedeAfter(int64_t step);
 
   // Whether a line of `kind` for `step` is in the file.
   StatusOr<bool> Has(const std::string& kind, int64_t step);

@@ -26,6 +26,7 @@
 #include "worker/checkpoint/checkpoint_writer.h"
 #include "worker/checkpoint/run_dir_lock.h"
 #include "worker/checkpoint/training_done.h"
+#include "worker/checkpoint/training_start.h"
 #include "worker/train/cuda_event_fence.h"
 #include "worker/train/gradient_bucketer.h"
 #include "worker/train/model_checkpoint.h"
@@ -105,16 +106,11 @@ class ChiefLog {
   // `checkpoint_dir` "" (and step 0): a fresh start, with no checkpoint.
   Status Starting(int64_t step, const std::string& checkpoint_dir) {
     if (metrics_) {
-      const bool fresh = checkpoint_dir.empty();
-      MIRRORED_ASSIGN_OR_RETURN(
-          int64_t removed,
-          metrics_->SupersedeAfter(step, fresh ? MetricsLog::Lines::kEvalToo : MetricsLog::Lines::kTrainingOnly));
-      if (removed > 0 && fresh) {
-        MIRRORED_LOG(INFO) << "metrics.jsonl: removed " << removed
-                           << " line(s) of an earlier run whose checkpoints are gone (this one starts afresh)";
-      } else if (removed > 0) {
+      MIRRORED_ASSIGN_OR_RETURN(int64_t removed, metrics_->SupersedeAfter(step));
+      if (removed > 0) {
         MIRRORED_LOG(INFO) << "metrics.jsonl: removed " << removed << " line(s) of steps after " << step
-                           << ", logged by an earlier run that stopped before checkpointing them";
+                           << ", logged by an earlier run whose "
+                           << (checkpoint_dir.empty() ? "checkpoints are gone" : "later checkpoints are lost");
       }
     }
     if (!events_) return OkStatus();
@@ -386,7 +382,12 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
       } else if (latest.status().code() != StatusCode::kNotFound) {
         return latest.status();
       }
-      MIRRORED_RETURN_IF_ERROR(log.Starting(resume ? resume->info.step : 0, resume ? resume->info.dir : ""));
+      const int64_t start_step = resume ? resume->info.step : 0;
+      MIRRORED_RETURN_IF_ERROR(log.Starting(start_step, resume ? resume->info.dir : ""));
+      // Where this run starts, for the evaluator (training_start.h): what an
+      // earlier run recorded past it is gone with its checkpoints.
+      StatusOr<std::string> start_run = TrainingStart::Write(FileEnv::Default(), options.run_dir, start_step);
+      if (!start_run.ok()) return WhileRunning(start_run.status());
       if (resume && options.validate) {
         const CheckpointState& st = resume->info.state;
         if (st.step_in_epoch == 0 || st.final) {  // a step that was validated, if its run lived long enough
@@ -395,7 +396,9 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
         }
       }
       writer = std::make_unique<CheckpointWriter>(FileEnv::Default(), options.run_dir,
-                                                  CheckpointWriterOptions{.keep_checkpoints = options.keep_checkpoints});
+                                                  CheckpointWriterOptions{.keep_checkpoints = options.keep_checkpoints,
+                                                                          .start_run = *start_run,
+                                                                          .start_step = start_step});
     }
     MIRRORED_LOG(INFO) << "training " << options.model << " on " << strategy.Describe() << "; global batch "
                        << global_batch << ", " << steps_per_epoch << " step" << (steps_per_epoch == 1 ? "" : "s")
