@@ -85,9 +85,10 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
   ClusterConfig config;
   auto first = PlanTask(env, 0, &config);
   const bool chief = config.IsChief();
-  if (config.is_single_local_task) {
+  if (config.is_single_local_task && !config.IsEvaluator()) {
     // Without a cluster the task would train alone, into what may be a
-    // shared run directory, beside the job it was meant to join.
+    // shared run directory, beside the job it was meant to join. (An
+    // evaluator needs none: it follows the run directory.)
     err << "mirrored-launch: error: "
         << (config.source == "no TF_CONFIG"
                 ? std::string("no cluster: TF_CONFIG is not set and no --tf-config, --from-slurm or "
@@ -133,12 +134,16 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
   // What this host runs, as `local` says it: every host of the job prints
   // one, so a console shows which task it is and where the job meets.
   const int training = config.NumTrainingTasks();
-  err << "mirrored-launch: cluster task " << first->name << (chief ? " (chief)" : "") << " of a job of " << training
-      << " training task" << (training == 1 ? "" : "s")
-      << (config.cluster.NumTasks(std::string(kEvaluatorJob)) > 0 ? " + evaluator" : "") << " (from " << config.source
-      << ")";
+  err << "mirrored-launch: cluster task " << first->name << (chief ? " (chief)" : "");
+  if (config.is_single_local_task) {
+    err << " (no cluster in " << config.source << ": it follows the run directory's checkpoints)";
+  } else {
+    err << " of a job of " << training << " training task" << (training == 1 ? "" : "s")
+        << (config.cluster.NumTasks(std::string(kEvaluatorJob)) > 0 ? " + evaluator" : "") << " (from "
+        << config.source << ")";
+  }
   // The evaluator follows the checkpoints; it never joins the service.
-  if (!config.IsEvaluator()) {
+  if (!config.IsEvaluator() && !config.is_single_local_task) {
     err << ", coordination service at " << config.cluster.CoordinatorAddress().ToString()
         << (chief ? " (hosted here)" : "");
   }

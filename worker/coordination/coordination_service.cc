@@ -165,8 +165,8 @@ void CoordinationService::RegisterTaskAsync(const std::string& task, uint64_t in
       // tasks the chief never expects (or meet collectives of another size):
       // a configuration error for every task, at once.
       registration_error_ = InvalidArgumentError(
-          "task " + task + " was started with another cluster than the chief's: its TF_CONFIG lists [" + cluster +
-          "], the chief's [" + options_.cluster +
+          "task " + task + " was started with another cluster than the chief's: its TF_CONFIG lists the training "
+          "tasks [" + cluster + "], the chief's [" + options_.cluster +
           "]; every task of a job needs the same \"cluster\" (only \"task\" differs)");
       for (auto& [pending_index, pending_done] : pending_registrations_) {
         deferred.push_back([d = std::move(pending_done), e = *registration_error_] { d(e); });

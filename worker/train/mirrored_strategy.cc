@@ -154,10 +154,14 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
   if (!config.is_single_local_task && config.NumTrainingTasks() > 0) {
     namespace co = coordination;
     std::vector<std::string> tasks;
-    std::string cluster;  // compared at registration: "worker:0 h0:2222, worker:1 h1:2222"
+    // Compared at registration: the training tasks, "chief:0, worker:0,
+    // worker:1". Not their addresses: hosts may spell one address
+    // differently (a short name, a full one, an IP), and each task reaches
+    // the chief at the address it was given.
+    std::string cluster;
     for (const TaskId& t : config.cluster.TrainingTasks()) {
       tasks.push_back(t.ToString());
-      cluster += (cluster.empty() ? "" : ", ") + t.ToString() + " " + config.cluster.AddressOf(t)->ToString();
+      cluster += (cluster.empty() ? "" : ", ") + t.ToString();
     }
     const TaskId chief = config.cluster.ChiefTask();
     const auto chief_address = config.cluster.AddressOf(chief);
