@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "common/launcher_environment.h"
 #include "common/logging.h"
@@ -21,40 +22,48 @@ CoordinationServer::CoordinationServer(coordination::CoordinationService* servic
 
 namespace {
 
-// Why gRPC could not listen on `listen_address` ("host:port", a literal or
-// 0.0.0.0), by trying the same bind: an address not of this machine is the
-// cluster's mistake (InvalidArgument, exit 2, not retried); a port in use
-// may be freed (Unavailable, exit 1).
-Status BindError(const std::string& listen_address) {
-  const std::string prefix = "cannot bind the coordination service to " + listen_address + ": ";
-  // "host:port" or "[v6]:port"; port 0 (any) included.
+// errno of binding `listen_address` ("host:port", a literal or 0.0.0.0;
+// port 0 included) as gRPC binds it; 0 when it can be bound.
+int ProbeBind(const std::string& listen_address) {
   const size_t colon = listen_address.rfind(':');
   std::string host = listen_address.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host == "0.0.0.0") host.clear();
   const std::string port = listen_address.substr(colon + 1);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
   int err = 0;
-  {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    addrinfo* found = nullptr;
-    if (host == "0.0.0.0") host.clear();
-    if (getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found) == 0 &&
-        found != nullptr) {
-      const int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, found->ai_protocol);
-      if (fd >= 0) {
-        const int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // as gRPC binds
-        if (::bind(fd, found->ai_addr, found->ai_addrlen) != 0) err = errno;
-        ::close(fd);
-      }
+  if (getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found) == 0 && found != nullptr) {
+    const int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, found->ai_protocol);
+    if (fd >= 0) {
+      const int one = 1;
+      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // as gRPC binds
+      if (::bind(fd, found->ai_addr, found->ai_addrlen) != 0) err = errno;
+      ::close(fd);
     }
-    if (found != nullptr) freeaddrinfo(found);
   }
+  if (found != nullptr) freeaddrinfo(found);
+  return err;
+}
+
+// Why gRPC could not listen on `listen_address`, by trying the same bind:
+// an address not of this machine, or a port this process may not bind, is
+// the cluster's mistake (InvalidArgument, exit 2, not retried); a port in use
+// may be freed (Unavailable, exit 1).
+Status BindError(const std::string& listen_address) {
+  const std::string prefix = "cannot bind the coordination service to " + listen_address + ": ";
+  const int err = ProbeBind(listen_address);
   if (err == EADDRNOTAVAIL) {
-    return InvalidArgumentError(prefix + "the host is not an address of this machine (the chief's address in the "
-                                         "cluster must be one of the chief's host)");
+    return InvalidArgumentError(prefix + "the host is not an address of this machine (give the chief's entry in "
+                                         "the cluster an address of its host, or a host name: the service then "
+                                         "listens on all of the host's addresses)");
+  }
+  if (err == EACCES) {
+    return InvalidArgumentError(prefix + "this process may not bind that port (below 1024?): give the chief a "
+                                         "port from 1024 up");
   }
   if (err == EADDRINUSE) {
     return UnavailableError(prefix + "the port is in use (another job, or a leftover process on this host?)");
@@ -79,6 +88,12 @@ StatusOr<std::unique_ptr<CoordinationServer>> CoordinationServer::Start(
     MIRRORED_LOG(WARNING) << "coordination service at " << listen_address
                           << " runs without a job token: anyone who can reach it can join or "
                              "disturb the job (set MIRRORED_JOB_TOKEN)";
+  }
+  // An address of this host that is not usable yet (an interface still
+  // coming up, IPv6 duplicate address detection) becomes so within seconds.
+  const auto usable_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (ProbeBind(listen_address) == EADDRNOTAVAIL && std::chrono::steady_clock::now() < usable_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   std::unique_ptr<CoordinationServer> server(new CoordinationServer(service, std::move(job_token)));
   grpc::ServerBuilder builder;
