@@ -1,5 +1,7 @@
 #include "worker/coordination/coordination_agent.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -221,7 +223,12 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
 }
 
 std::chrono::steady_clock::time_point CoordinationAgent::Clock() const {
-  return options_.clock ? options_.clock() : Now();
+  if (options_.clock) return options_.clock();
+  // CLOCK_BOOTTIME: unlike steady_clock (CLOCK_MONOTONIC), it counts a
+  // suspended machine's sleep. Only differences of it are used.
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return std::chrono::steady_clock::time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
 }
 
 std::optional<int64_t> CoordinationAgent::FrozenForMs() const {
@@ -233,12 +240,12 @@ std::optional<int64_t> CoordinationAgent::FrozenForMs() const {
   return std::nullopt;
 }
 
-Status CoordinationAgent::Frozen(int64_t ms, const Status& cause) const {
+Status CoordinationAgent::FrozenError(int64_t ms, const Status& cause) const {
   return UnavailableError("this task (" + options_.task_name + ") did not run for " + std::to_string(ms) +
                           " ms (stopped, suspended or starved of CPU), past the heartbeat timeout of " +
                           std::to_string(options_.heartbeat_timeout_ms) +
-                          " ms: the coordination service has declared it failed and the other tasks have stopped "
-                          "(then: " +
+                          " ms: the coordination service has most likely declared it failed, and the other tasks "
+                          "stopped (then: " +
                           cause.ToString() + ")");
 }
 
@@ -263,7 +270,7 @@ void CoordinationAgent::HeartbeatLoop() {
     } else if (s.code() == StatusCode::kAborted) {
       SetError(s);  // the service's own word (it names this task when it gave up on it)
     } else if (frozen) {
-      SetError(Frozen(*frozen, s));  // its host gone with it, or unreachable
+      SetError(FrozenError(*frozen, s));  // its host gone with it, or unreachable
     } else if (MsSince(last_ok) > options_.heartbeat_timeout_ms) {
       SetError(AbortedError(ServiceName() + " has not answered heartbeats for " +
                             std::to_string(MsSince(last_ok)) + " ms (limit " +
@@ -294,7 +301,7 @@ void CoordinationAgent::PollLoop() {
     // The service is gone: while this process was not running, it may have
     // declared this task failed, and its chief exited.
     if (std::optional<int64_t> frozen = FrozenForMs()) {
-      SetError(Frozen(*frozen, s));
+      SetError(FrozenError(*frozen, s));
       return;
     }
   }

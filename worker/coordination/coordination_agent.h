@@ -69,7 +69,7 @@ struct CoordinationAgentOptions {
   // Use this channel instead of opening one (e.g. many agents in one process).
   std::shared_ptr<grpc::Channel> channel;
   // The clock by which the agent tells that its own process did not run
-  // (a seam for tests); empty: std::chrono::steady_clock::now.
+  // (a seam for tests); empty: CLOCK_BOOTTIME (which counts a suspend).
   std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
@@ -149,12 +149,13 @@ class CoordinationAgent {
   // How long the heartbeat thread has not begun a round, when that is past
   // what one round can take (its wait, then a heartbeat call bounded by the
   // heartbeat timeout): this process did not run (SIGSTOP, a suspended
-  // machine, starved of CPU), and the service has declared it failed.
+  // machine, starved of CPU), and the service has most likely declared it
+  // failed.
   // nullopt otherwise.
   std::optional<int64_t> FrozenForMs() const;
   // This task's own failure (Unavailable: exit 1) for a freeze of `ms`,
   // with the error it met after it (`cause`).
-  Status Frozen(int64_t ms, const Status& cause) const;
+  Status FrozenError(int64_t ms, const Status& cause) const;
   void StopThreads();
   std::string ServiceName() const;
 

@@ -212,12 +212,16 @@ void CoordinationService::RegisterTaskAsync(const std::string& task, uint64_t in
     } else {
       Task& t = tasks_[index];
       if (t.state == TaskState::kConnected && t.incarnation != incarnation) {
-        // Restarted before rendezvous finished: the new process replaces the old.
+        // Restarted before rendezvous finished: the new process replaces the
+        // old. (Before the job forms there are no heartbeats to tell a live
+        // duplicate from a restart: the replaced one names the newcomer's
+        // host, for two hosts given the same task.)
+        const std::string from = host.empty() ? "" : " from " + host;
         for (auto it = pending_registrations_.begin(); it != pending_registrations_.end();) {
           if (it->first == index) {
-            deferred.push_back([d = std::move(it->second), task] {
-              d(AbortedError("registration of task " + task +
-                             " superseded by a newer incarnation"));
+            deferred.push_back([d = std::move(it->second), task, from] {
+              d(AbortedError("registration of task " + task + " superseded by a newer process claiming it" + from +
+                             " (a restart of this task, or another host given the same task in TF_CONFIG)"));
             });
             it = pending_registrations_.erase(it);
           } else {
