@@ -9,7 +9,8 @@
 
 namespace mirrored {
 
-// Up to 6 significant digits, no trailing zeros ("0.25 s", "60 s").
+// Whole seconds in full ("1234567 s"), fractions to 6 significant digits
+// ("0.25 s").
 std::string SecondsText(std::chrono::duration<double> d);
 
 }  // namespace mirrored

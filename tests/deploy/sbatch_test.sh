@@ -50,11 +50,11 @@ env -i PATH="$tmp/bin:/usr/bin:/bin" HOME="$tmp/home" MIRRORED_SHARED="$tmp/shar
 
 run_dir="$tmp/shared/mirrored-runs/mirrored-fmnist-4242"
 [ -d "$run_dir" ] || fail "run directory $run_dir not created"
-grep -q -- "cluster --from-slurm --slurm-port-base 24242 --run-dir $run_dir --max-restarts 3 -- --model mlp --max-steps 5" \
+grep -q -- "cluster --from-slurm --slurm-port-base 14242 --run-dir $run_dir --max-restarts 3 -- --model mlp --max-steps 5" \
   "$tmp/srun.cmd" || fail "srun command: $(cat "$tmp/srun.cmd")"
 for i in 0 1; do
   out=$(tr -d ' ' < "$tmp/srun.$i")
-  echo "$out" | grep -q '"cluster":{"worker":\["node01:24242","node02:24242"\]}' || fail "task $i TF_CONFIG: $out"
+  echo "$out" | grep -q '"cluster":{"worker":\["node01:14242","node02:14242"\]}' || fail "task $i TF_CONFIG: $out"
   echo "$out" | grep -q "\"task\":{\"index\":$i,\"type\":\"worker\"}" || fail "task $i is not worker:$i: $out"
   echo "$out" | grep -q -- "--modelmlp--max-steps5--run-dir$run_dir" || fail "task $i worker args: $out"
 done

@@ -115,7 +115,8 @@ TEST_F(JobSupervisorTest, AnOtherTaskThatExitsThreeIsNotLabelledAsStoppedByTheLa
   JobSupervisor supervisor(console_.get(), {.grace_period = 5s});
   auto outcome = supervisor.Run(
       {Shell("worker:0", "trap 'kill $!; exit 3' TERM; sleep 30 & touch \"$DIR/trapped\"; wait"),
-       Shell("worker:1", "while [ ! -e \"$DIR/trapped\" ]; do sleep 0.01; done; echo boom; exit 7")});
+       Shell("worker:1", "i=0; while [ ! -e \"$DIR/trapped\" ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; "
+                         "echo boom; exit 7")});
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_EQ(outcome->exit_code, 7);
   const TaskResult& w0 = Result(*outcome, "worker:0");

@@ -99,14 +99,16 @@ std::string GlooInterfaceAddress(const std::optional<HostPort>& mine, const Host
 // fn on one replica; an exception (the GPU backend's kernels throw
 // CudaError) becomes the replica's error instead of std::terminate.
 Status RunReplica(const std::function<Status(ReplicaContext&)>& fn, ReplicaContext& ctx) {
-  const std::string who = "replica " + std::to_string(ctx.global_rank()) +
-                          (ctx.on_gpu() ? " (GPU " + std::to_string(ctx.gpu()) + ")" : std::string());
+  auto who = [&ctx] {
+    return "replica " + std::to_string(ctx.global_rank()) +
+           (ctx.on_gpu() ? " (GPU " + std::to_string(ctx.gpu()) + ")" : std::string());
+  };
   try {
     return fn(ctx);
   } catch (const std::exception& e) {
-    return InternalError(who + ": " + e.what());
+    return InternalError(who() + ": " + e.what());
   } catch (...) {
-    return InternalError(who + ": an exception that is not a std::exception");
+    return InternalError(who() + ": an exception that is not a std::exception");
   }
 }
 
