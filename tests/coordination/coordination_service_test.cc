@@ -197,6 +197,26 @@ TEST_F(CoordinationServiceTest, SameIncarnationRegisterIsIdempotent) {
   EXPECT_FALSE(s->job_error().has_value());
 }
 
+// The chief's own process did not run (its deadline round comes 10 s after
+// the last): the tasks' silence is not theirs, no task is failed; a task
+// silent while the service runs still is.
+TEST_F(CoordinationServiceTest, AServiceThatDidNotRunDoesNotBlameTheTasks) {
+  auto s = Make({"chief:0", "worker:0"});
+  auto views = RegisterAll(*s, {1, 1});
+  ASSERT_TRUE(views[0] && views[0]->ok());
+  int64_t round = s->CheckDeadlinesAfter(now_);
+  now_ += 10000;
+  round = s->CheckDeadlinesAfter(round);
+  EXPECT_EQ(s->task_state("worker:0"), TaskState::kConnected);
+  // Rounds every 100 ms from here, only the chief heartbeating.
+  for (int i = 0; i < 12; ++i) {
+    now_ += 100;
+    EXPECT_TRUE(s->Heartbeat("chief:0", 1).ok() || i >= 10);
+    round = s->CheckDeadlinesAfter(round);
+  }
+  EXPECT_EQ(s->task_state("worker:0"), TaskState::kFailed);
+}
+
 TEST_F(CoordinationServiceTest, HeartbeatTimeoutPropagatesToEveryone) {
   auto s = Make({"chief:0", "worker:0", "worker:1"});
   RegisterAll(*s, {1, 1, 1});

@@ -254,8 +254,12 @@ void CoordinationAgent::HeartbeatLoop() {
   auto last_ok = Now();
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_ && state_ == State::kConnected) {
-    cv_.wait_for(lock, std::chrono::milliseconds(options_.heartbeat_interval_ms));
-    if (stopping_ || state_ != State::kConnected) break;
+    // A round every interval; other news on cv_ (the error poll opening)
+    // does not start one early.
+    if (cv_.wait_for(lock, std::chrono::milliseconds(options_.heartbeat_interval_ms),
+                     [this] { return stopping_ || state_ != State::kConnected; })) {
+      break;
+    }
     lock.unlock();
     // Read before the round begins: a freeze in the last round (in the wait
     // or in the call) shows as a round far longer than any can take.

@@ -82,11 +82,12 @@ void CoordinationService::StartDeadlineThread() {
   if (deadline_thread_.joinable() || stopped_) return;
   deadline_thread_ = std::thread([this] {
     std::unique_lock<std::mutex> lock(mu_);
+    int64_t last_round = options_.now_ms();
     while (!stopped_) {
       stop_cv_.wait_for(lock, std::chrono::milliseconds(options_.check_interval_ms));
       if (stopped_) break;
       lock.unlock();
-      CheckDeadlines();
+      last_round = CheckDeadlinesAfter(last_round);
       lock.lock();
     }
   });
@@ -483,6 +484,21 @@ std::string CoordinationService::RefusedNoteLocked() const {
   }
   return "; calls refused for a missing or wrong job token came from " + hosts +
          ": every task of the job needs the same MIRRORED_JOB_TOKEN";
+}
+
+int64_t CoordinationService::CheckDeadlinesAfter(int64_t previous_round_ms) {
+  const int64_t now = options_.now_ms();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (view_ && !job_error_ && now - previous_round_ms > options_.check_interval_ms + options_.heartbeat_timeout_ms / 2) {
+      MIRRORED_LOG(WARNING) << "the coordination service did not run for " << now - previous_round_ms
+                            << " ms (its process was stopped or starved of CPU): the tasks' heartbeats are counted "
+                               "afresh";
+      for (Task& t : tasks_) t.last_heartbeat_ms = std::max(t.last_heartbeat_ms, now);
+    }
+  }
+  CheckDeadlines();
+  return now;
 }
 
 void CoordinationService::CheckDeadlines() {

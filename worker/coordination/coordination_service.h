@@ -149,6 +149,11 @@ class CoordinationService {
   // Heartbeat staleness and every deadline (registration, barriers, key-value
   // waits, exit barrier) against now_ms().
   void CheckDeadlines();
+  // The deadline thread's round: CheckDeadlines, unless this round comes far
+  // later than the one at `previous_round_ms` (this process did not run:
+  // the chief stopped, suspended or starved); then the tasks' silence is its
+  // own, and their heartbeats are counted afresh first. Returns now_ms().
+  int64_t CheckDeadlinesAfter(int64_t previous_round_ms);
 
   // Error polls now open: the tasks watched for connection loss.
   size_t open_error_polls() const;
