@@ -424,6 +424,32 @@ TEST_F(CoordinationGrpcTest, ATaskThatDidNotRunSaysSoWhenItFindsTheServiceGone) 
   EXPECT_EQ(ExitCodeFor(agents[0]->error()), kExitPeerFailed) << agents[0]->error();
 }
 
+// A chief that did not run past the heartbeat timeout finds, once it runs
+// again, that a peer failed (it gave up on the chief meanwhile): the root
+// cause is the chief's own freeze (exit 1), not the peer (exit 3). Its clock
+// jumps as a stopped process's does; its heartbeat rounds go on.
+TEST_F(CoordinationGrpcTest, APeerFailureJustAfterThisTaskDidNotRunIsBlamedOnTheFreeze) {
+  service_heartbeat_timeout_ms_ = 60000;
+  StartService(2);
+  std::atomic<int64_t> frozen_ms{0};
+  CoordinationAgentOptions chief_options = AgentOptions("chief:0");
+  chief_options.clock = [&frozen_ms] {
+    return std::chrono::steady_clock::now() + std::chrono::milliseconds(frozen_ms.load());
+  };
+  CoordinationAgent chief(chief_options);
+  CoordinationAgent worker(AgentOptions("worker:0"));
+  auto chief_connected = std::async(std::launch::async, [&] { return chief.Connect(); });
+  ASSERT_TRUE(worker.Connect().ok());
+  ASSERT_TRUE(chief_connected.get().ok());
+  frozen_ms = 200000;
+  ASSERT_TRUE(worker.ReportError(InternalError("gave up on the chief")).ok());
+  ASSERT_TRUE(WaitFor([&] { return !chief.error().ok(); }, std::chrono::seconds(10)));
+  const Status s = chief.error();
+  EXPECT_EQ(ExitCodeFor(s), kExitFailure) << s;
+  EXPECT_NE(s.message().find("this task (chief:0) did not run for"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("task worker:0 failed"), std::string::npos) << s;  // what it found then
+}
+
 // Something else answers at the chief's address (a gRPC server without the
 // service; an HTTP server's 404 is the same status): the error says so.
 TEST_F(CoordinationGrpcTest, AnotherServerAtTheChiefsAddressIsNamedAsNotTheService) {

@@ -234,9 +234,14 @@ std::chrono::steady_clock::time_point CoordinationAgent::Clock() const {
 std::optional<int64_t> CoordinationAgent::FrozenForMs() const {
   const int64_t round_ns = heartbeat_round_ns_.load();
   if (round_ns == 0) return std::nullopt;  // no round yet
-  const int64_t idle_ms = (Clock().time_since_epoch().count() - round_ns) / 1000000;
+  const int64_t now_ns = Clock().time_since_epoch().count();
+  const int64_t idle_ms = (now_ns - round_ns) / 1000000;
   const int64_t round_limit_ms = options_.heartbeat_interval_ms + options_.heartbeat_timeout_ms + 1000;
   if (idle_ms > round_limit_ms) return idle_ms;
+  // A freeze the heartbeat thread saw when it resumed, recently enough that
+  // the failures it caused (peers that gave up on this task) still surface.
+  const int64_t seen_ns = freeze_seen_ns_.load();
+  if (seen_ns != 0 && (now_ns - seen_ns) / 1000000 <= round_limit_ms) return freeze_ms_.load();
   return std::nullopt;
 }
 
@@ -244,8 +249,7 @@ Status CoordinationAgent::FrozenError(int64_t ms, const Status& cause) const {
   return UnavailableError("this task (" + options_.task_name + ") did not run for " + std::to_string(ms) +
                           " ms (stopped, suspended or starved of CPU), past the heartbeat timeout of " +
                           std::to_string(options_.heartbeat_timeout_ms) +
-                          " ms: the coordination service has most likely declared it failed, and the other tasks "
-                          "stopped (then: " +
+                          " ms: the other tasks have most likely given up on it and stopped (then: " +
                           cause.ToString() + ")");
 }
 
@@ -265,16 +269,22 @@ void CoordinationAgent::HeartbeatLoop() {
     // or in the call) shows as a round far longer than any can take.
     const std::optional<int64_t> frozen = FrozenForMs();
     heartbeat_round_ns_ = Clock().time_since_epoch().count();
+    if (frozen) {
+      freeze_ms_ = *frozen;
+      freeze_seen_ns_ = heartbeat_round_ns_.load();
+    }
     rpc::HeartbeatRequest req;
     req.set_task(options_.task_name);
     req.set_incarnation(incarnation_);
     const Status s = client_.Heartbeat(req, options_.heartbeat_timeout_ms);
     if (s.ok()) {
       last_ok = Now();
+    } else if (frozen && !AboutThisTask(s)) {
+      // The service gone (its host with it), or a peer's failure that this
+      // task's silence caused: either way, the root cause is here.
+      SetError(FrozenError(*frozen, s));
     } else if (s.code() == StatusCode::kAborted) {
       SetError(s);  // the service's own word (it names this task when it gave up on it)
-    } else if (frozen) {
-      SetError(FrozenError(*frozen, s));  // its host gone with it, or unreachable
     } else if (MsSince(last_ok) > options_.heartbeat_timeout_ms) {
       SetError(AbortedError(ServiceName() + " has not answered heartbeats for " +
                             std::to_string(MsSince(last_ok)) + " ms (limit " +
@@ -301,13 +311,12 @@ void CoordinationAgent::PollLoop() {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ || s.ok()) return;  // we cancelled it, or the job finished cleanly
   }
-  if (s.code() != StatusCode::kAborted) {
-    // The service is gone: while this process was not running, it may have
-    // declared this task failed, and its chief exited.
-    if (std::optional<int64_t> frozen = FrozenForMs()) {
-      SetError(FrozenError(*frozen, s));
-      return;
-    }
+  // While this process did not run, the service may have declared this
+  // task failed and its chief exited, or (this being the chief) its peers
+  // gave up on it and left: the root cause is here either way.
+  if (std::optional<int64_t> frozen = FrozenForMs(); frozen && !AboutThisTask(s)) {
+    SetError(FrozenError(*frozen, s));
+    return;
   }
   SetError(s.code() == StatusCode::kAborted ? s : ServiceLost(s));
 }
@@ -318,6 +327,10 @@ Status CoordinationAgent::ServiceLost(const Status& cause) const {
                       " (the task hosting it has probably died): " + cause.ToString());
 }
 
+bool CoordinationAgent::AboutThisTask(const Status& s) const {
+  return s.code() == StatusCode::kAborted && s.message().rfind("task " + options_.task_name + " failed at ", 0) == 0;
+}
+
 void CoordinationAgent::SetError(const Status& reported) {
   // The job error names this very task when the service gave up on it (a
   // heartbeat timeout while this process was stopped or frozen): say so,
@@ -325,7 +338,7 @@ void CoordinationAgent::SetError(const Status& reported) {
   // Not an error of the job's: this task's own failure (exit 1, not 3).
   Status error = reported;
   const std::string self = "task " + options_.task_name + " failed at ";
-  if (reported.code() == StatusCode::kAborted && reported.message().rfind(self, 0) == 0) {
+  if (AboutThisTask(reported)) {
     {
       // The echo of this task's own ReportError: the error it reports is set
       // right after, as it is.

@@ -150,12 +150,15 @@ class CoordinationAgent {
   // what one round can take (its wait, then a heartbeat call bounded by the
   // heartbeat timeout): this process did not run (SIGSTOP, a suspended
   // machine, starved of CPU), and the service has most likely declared it
-  // failed.
+  // failed; or such a freeze was found within the last round limit (the
+  // failures it caused surface just after it).
   // nullopt otherwise.
   std::optional<int64_t> FrozenForMs() const;
   // This task's own failure (Unavailable: exit 1) for a freeze of `ms`,
   // with the error it met after it (`cause`).
   Status FrozenError(int64_t ms, const Status& cause) const;
+  // The service's job error names this very task ("task <it> failed at ...").
+  bool AboutThisTask(const Status& s) const;
   void StopThreads();
   std::string ServiceName() const;
 
@@ -177,6 +180,9 @@ class CoordinationAgent {
   std::thread poll_thread_;
   // Clock() when the heartbeat thread last began a round, in ns.
   std::atomic<int64_t> heartbeat_round_ns_{0};
+  // The last freeze that thread found (ms) and when (Clock() ns; 0: none).
+  std::atomic<int64_t> freeze_ms_{0};
+  std::atomic<int64_t> freeze_seen_ns_{0};
 };
 
 std::string_view AgentStateName(CoordinationAgent::State state);
