@@ -148,6 +148,51 @@ TEST_F(CoordinationServiceTest, ASecondProcessClaimingARunningTaskFromAnotherHos
       << restarted->status();
 }
 
+// Before the job forms, where the cluster lists the task's IP: the process
+// registered from that IP is the task, a second one from elsewhere is
+// refused and the first still joins. Where it lists a name, the newcomer
+// replaces it (a restart cannot be told apart).
+TEST_F(CoordinationServiceTest, BeforeTheJobFormsAClaimFromAnotherHostThanTheListedIpIsRefused) {
+  CoordinationServiceOptions o;
+  o.tasks = {"chief:0", "worker:0", "worker:1"};
+  o.task_hosts = {"10.0.0.1", "10.0.0.2", "host3"};
+  o.make_nccl_unique_id = []() -> StatusOr<std::string> { return std::string(128, 'x'); };
+  auto s = CoordinationService::Create(std::move(o));
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::optional<StatusOr<RegisteredView>> chief, real, impostor, w1;
+  (*s)->RegisterTaskAsync("chief:0", 1, 1, [&](const auto& v) { chief = v; }, "", "ipv4:10.0.0.1:40000");
+  (*s)->RegisterTaskAsync("worker:0", 2, 1, [&](const auto& v) { real = v; }, "", "ipv4:10.0.0.2:40001");
+  (*s)->RegisterTaskAsync("worker:0", 3, 1, [&](const auto& v) { impostor = v; }, "", "ipv4:10.0.0.1:40002");
+  ASSERT_TRUE(impostor.has_value());
+  EXPECT_EQ(impostor->status().code(), StatusCode::kInvalidArgument) << impostor->status();
+  EXPECT_NE(impostor->status().message().find("task worker:0 is already registered from 10.0.0.2, its address in "
+                                              "the cluster; this second process claiming it, from 10.0.0.1, is "
+                                              "refused"),
+            std::string::npos)
+      << impostor->status();
+  EXPECT_FALSE(real.has_value());  // still waiting for the job to form
+  (*s)->RegisterTaskAsync("worker:1", 4, 1, [&](const auto& v) { w1 = v; }, "", "ipv4:10.0.0.3:40003");
+  ASSERT_TRUE(real.has_value() && real->ok() && chief.has_value() && chief->ok() && w1.has_value() && w1->ok());
+
+  // worker:1 is listed by name: a second claim replaces the first.
+  CoordinationServiceOptions named;
+  named.tasks = {"chief:0", "worker:0"};
+  named.task_hosts = {"10.0.0.1", "host2"};
+  named.make_nccl_unique_id = []() -> StatusOr<std::string> { return std::string(128, 'x'); };
+  auto n = CoordinationService::Create(std::move(named));
+  ASSERT_TRUE(n.ok()) << n.status();
+  std::optional<StatusOr<RegisteredView>> first, second, named_chief;
+  (*n)->RegisterTaskAsync("worker:0", 4, 1, [&](const auto& v) { first = v; }, "", "ipv4:10.0.0.3:40003");
+  (*n)->RegisterTaskAsync("worker:0", 5, 1, [&](const auto& v) { second = v; }, "", "ipv4:10.0.0.4:40004");
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->status().code(), StatusCode::kAborted) << first->status();
+  EXPECT_NE(first->status().message().find("superseded by a newer process claiming it from 10.0.0.4"),
+            std::string::npos)
+      << first->status();
+  (*n)->RegisterTaskAsync("chief:0", 1, 1, [&](const auto& v) { named_chief = v; }, "", "ipv4:10.0.0.1:40000");
+  ASSERT_TRUE(second.has_value() && second->ok() && named_chief.has_value() && named_chief->ok());
+}
+
 TEST_F(CoordinationServiceTest, AClaimFromAnotherHostAfterTheTaskWentSilentIsARestart) {
   auto s = Make({"chief:0", "worker:0"});
   std::vector<std::optional<StatusOr<RegisteredView>>> views(2);

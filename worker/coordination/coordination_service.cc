@@ -1,5 +1,7 @@
 #include "worker/coordination/coordination_service.h"
 
+#include <arpa/inet.h>
+
 #include <chrono>
 #include <random>
 #include <utility>
@@ -18,6 +20,18 @@ std::string PeerHost(std::string peer) {
   const size_t port = peer.rfind(':');
   if (port != std::string::npos && port > 0 && (peer.front() != '[' || peer[port - 1] == ']')) peer.resize(port);
   return peer;
+}
+
+// "[::1]" -> "::1"; anything else as it is.
+std::string Unbracketed(const std::string& host) {
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') return host.substr(1, host.size() - 2);
+  return host;
+}
+
+bool IsIpLiteral(const std::string& host) {
+  in6_addr v6{};
+  in_addr v4{};
+  return inet_pton(AF_INET, host.c_str(), &v4) == 1 || inet_pton(AF_INET6, host.c_str(), &v6) == 1;
 }
 
 int64_t SteadyNowMs() {
@@ -210,13 +224,23 @@ void CoordinationService::RegisterTaskAsync(const std::string& task, uint64_t in
                        &deferred);
         immediate = *job_error_;
       }
+    } else if (Task& t = tasks_[index];
+               t.state == TaskState::kConnected && t.incarnation != incarnation && !host.empty() &&
+               ListedAt(index, t.host) && !ListedAt(index, host)) {
+      // Before the job forms there are no heartbeats to tell a live
+      // duplicate from a restart; but where the cluster lists the task's IP,
+      // the process registered from it is the task, and one from elsewhere
+      // is another host given the same task.
+      immediate = InvalidArgumentError(
+          "task " + task + " is already registered from " + t.host + ", its address in the cluster; this second "
+          "process claiming it, from " + host + ", is refused: every process of a job needs its own task (check "
+          "TF_CONFIG's \"task\" on " + host + ")");
     } else {
-      Task& t = tasks_[index];
       if (t.state == TaskState::kConnected && t.incarnation != incarnation) {
         // Restarted before rendezvous finished: the new process replaces the
-        // old. (Before the job forms there are no heartbeats to tell a live
-        // duplicate from a restart: the replaced one names the newcomer's
-        // host, for two hosts given the same task.)
+        // old. (Where the cluster gives a name, not an IP, a live duplicate
+        // cannot be told from a restart: the replaced one names the
+        // newcomer's host, for two hosts given the same task.)
         const std::string from = host.empty() ? "" : " from " + host;
         for (auto it = pending_registrations_.begin(); it != pending_registrations_.end();) {
           if (it->first == index) {
@@ -246,6 +270,12 @@ void CoordinationService::RegisterTaskAsync(const std::string& task, uint64_t in
   } else if (!immediate.ok()) {
     done(immediate);
   }
+}
+
+bool CoordinationService::ListedAt(int index, const std::string& peer_host) const {
+  if (static_cast<size_t>(index) >= options_.task_hosts.size()) return false;
+  const std::string listed = Unbracketed(options_.task_hosts[static_cast<size_t>(index)]);
+  return !peer_host.empty() && IsIpLiteral(listed) && listed == Unbracketed(peer_host);
 }
 
 void CoordinationService::CompleteRegistrationLocked(Deferred* deferred) {

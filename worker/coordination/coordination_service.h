@@ -58,6 +58,10 @@ struct CoordinationServiceOptions {
   std::function<int64_t()> now_ms;
   // Defaults to GenerateNcclUniqueId (nccl_unique_id.h).
   std::function<StatusOr<std::string>()> make_nccl_unique_id;
+  // The host of each task in `tasks` as the cluster lists it ("" unknown):
+  // before the job forms, a second process claiming a task from another host
+  // than the task's listed IP is refused while the one from that IP waits.
+  std::vector<std::string> task_hosts;
   // The chief's cluster (RegisterRequest.cluster's form): a task that
   // registers with another one fails the registration of every task with
   // InvalidArgument naming both. "" skips the check.
@@ -187,6 +191,9 @@ class CoordinationService {
   // everything pending. Requires mu_.
   void FailTaskLocked(int index, std::string what, Deferred* deferred);
   void CompleteRegistrationLocked(Deferred* deferred);
+  // Whether the cluster lists task `index` at the IP `peer_host` (PeerHost's
+  // form); false where it lists a name.
+  bool ListedAt(int index, const std::string& peer_host) const;
   void MaybeFinishShutdownLocked(Deferred* deferred);
   std::string TasksNotIn(const std::set<int>& arrived, bool skip_failed) const;
   // "; calls refused ... came from <hosts>", or "" when none. Requires mu_.

@@ -172,6 +172,7 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
       co::CoordinationServiceOptions so;
       so.tasks = tasks;
       so.cluster = cluster;
+      for (const TaskId& t : config.cluster.TrainingTasks()) so.task_hosts.push_back(config.cluster.AddressOf(t)->host);
       so.heartbeat_timeout_ms = options.heartbeat_timeout.count();
       so.registration_timeout_ms = options.registration_timeout.count();
       MIRRORED_ASSIGN_OR_RETURN(s->service_, co::CoordinationService::Create(so));
