@@ -1,7 +1,9 @@
 #include "launcher/dry_run.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "common/launcher_environment.h"
 #include "launcher/job/local_job_plan.h"
@@ -13,6 +15,31 @@ namespace {
 std::string Trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
+}
+
+// Whether `binary` (a path, or a name looked up in PATH) is an ELF
+// executable: mirrored-worker is, a wrapper script under its name is not.
+bool IsElfProgram(const std::string& binary) {
+  std::vector<std::string> candidates;
+  if (binary.find('/') != std::string::npos) {
+    candidates.push_back(binary);
+  } else if (const char* path = std::getenv("PATH")) {
+    std::string dirs = path;
+    for (size_t begin = 0; begin <= dirs.size();) {
+      size_t end = dirs.find(':', begin);
+      if (end == std::string::npos) end = dirs.size();
+      candidates.push_back((end > begin ? dirs.substr(begin, end - begin) : std::string(".")) + "/" + binary);
+      begin = end + 1;
+    }
+  }
+  for (const std::string& c : candidates) {
+    std::ifstream in(c, std::ios::binary);
+    if (!in) continue;
+    char magic[4] = {};
+    in.read(magic, sizeof(magic));
+    return in.gcount() == 4 && magic[0] == '\x7f' && magic[1] == 'E' && magic[2] == 'L' && magic[3] == 'F';
+  }
+  return false;
 }
 
 bool StartsWith(const std::string& entry, const char* key) {
@@ -43,7 +70,7 @@ void PrintDryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out) {
 
 Status CheckWorkerFlags(const TaskLaunch& task, std::string* note) {
   const std::string& binary = task.argv.front();
-  if (std::filesystem::path(binary).filename() != "mirrored-worker") {
+  if (std::filesystem::path(binary).filename() != "mirrored-worker" || !IsElfProgram(binary)) {
     *note = "not checked: " + binary + " is not mirrored-worker (no other program is run for a dry run)";
     return OkStatus();
   }

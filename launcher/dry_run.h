@@ -18,8 +18,9 @@ namespace mirrored {
 void PrintDryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out);
 
 // The workers' own flags (after `--`), checked by the task's binary when it
-// is a mirrored-worker (by its file name: no other program is run, since one
-// that ignores the flag would start training): it runs with --check-flags,
+// is a mirrored-worker (an ELF program of that name: no other program is
+// run, since one that ignores the flag would start training, and a wrapper
+// script could do anything): it runs with --check-flags,
 // which parses and validates them and starts nothing, in an environment
 // without the job's TF_CONFIG and token. InvalidArgument with the worker's
 // message for a bad flag; *note says what was checked, or why not.

@@ -220,6 +220,20 @@ TEST_F(LaunchLocalTest, DryRunChecksTheWorkersFlagsWithMirroredWorker) {
     EXPECT_NE(out.find(expected), std::string::npos) << out;
     EXPECT_FALSE(fs::exists(dir_ / "run/logs")) << out;
   }
+  // A script under the worker's name is not run either.
+  fs::create_directories(dir_ / "wrapper");
+  const fs::path script = dir_ / "wrapper" / "mirrored-worker";
+  std::ofstream(script) << "#!/bin/sh\ntouch \"$0.ran\"\n";
+  fs::permissions(script, fs::perms::owner_all);
+  auto child = ChildProcess::Spawn({kLauncher, "local", "--run-dir", (dir_ / "run").string(), "--dry-run",
+                                    "--worker-binary", script.string(), "--", "--epochs", "1"},
+                                   {"PATH=/usr/bin:/bin"});
+  ASSERT_TRUE(child.ok()) << child.status();
+  std::string out;
+  EXPECT_EQ(Finish(*child, &out), 0) << out;
+  EXPECT_NE(out.find("# worker flags: not checked: " + script.string() + " is not mirrored-worker"), std::string::npos)
+      << out;
+  EXPECT_FALSE(fs::exists(script.string() + ".ran")) << out;
 }
 
 // Without --run-dir every launch gets a new directory, even launches in the
