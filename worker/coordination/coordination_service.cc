@@ -28,6 +28,14 @@ std::string Unbracketed(const std::string& host) {
   return host;
 }
 
+// Two processes given the same task: the newcomer, from `host`, is refused
+// (InvalidArgument: exit 2); `holder` says why the first one is the task.
+Status SecondClaimRefused(const std::string& task, const std::string& holder, const std::string& host) {
+  return InvalidArgumentError("task " + task + " is " + holder + "; this second process claiming it, from " + host +
+                              ", is refused: every process of a job needs its own task (check TF_CONFIG's \"task\" "
+                              "on " + host + ")");
+}
+
 bool IsIpLiteral(const std::string& host) {
   in6_addr v6{};
   in_addr v4{};
@@ -212,10 +220,9 @@ void CoordinationService::RegisterTaskAsync(const std::string& task, uint64_t in
         answer = *view_;  // a retried Register of the same process
         answer->task_index = index;
       } else if (duplicate) {
-        immediate = InvalidArgumentError(
-            "task " + task + " is already running, registered from " + t.host + " (its last heartbeat " +
-            std::to_string(since_heartbeat) + " ms ago); this second process claiming it, from " + host +
-            ", is refused: every process of a job needs its own task (check TF_CONFIG's \"task\" on " + host + ")");
+        immediate = SecondClaimRefused(task, "already running, registered from " + t.host + " (its last heartbeat " +
+                                                 std::to_string(since_heartbeat) + " ms ago)",
+                                       host);
       } else {
         FailTaskLocked(index,
                        "restarted with a new incarnation " + std::to_string(incarnation) +
@@ -231,10 +238,7 @@ void CoordinationService::RegisterTaskAsync(const std::string& task, uint64_t in
       // duplicate from a restart; but where the cluster lists the task's IP,
       // the process registered from it is the task, and one from elsewhere
       // is another host given the same task.
-      immediate = InvalidArgumentError(
-          "task " + task + " is already registered from " + t.host + ", its address in the cluster; this second "
-          "process claiming it, from " + host + ", is refused: every process of a job needs its own task (check "
-          "TF_CONFIG's \"task\" on " + host + ")");
+      immediate = SecondClaimRefused(task, "already registered from " + t.host + ", its address in the cluster", host);
     } else {
       if (t.state == TaskState::kConnected && t.incarnation != incarnation) {
         // Restarted before rendezvous finished: the new process replaces the
