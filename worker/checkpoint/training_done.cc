@@ -26,20 +26,28 @@ Status TrainingDone::Remove(FileEnv* env, const std::string& run_dir) {
   return s.ok() || s.code() == StatusCode::kNotFound ? OkStatus() : s;
 }
 
-StatusOr<std::optional<TrainingDone::Record>> TrainingDone::Read(FileEnv* env, const std::string& run_dir) {
-  const std::string path = JoinPath(CheckpointsDir(run_dir), kTrainingDoneFileName);
+StatusOr<std::optional<nlohmann::json>> ReadRecordFile(FileEnv* env, const std::string& run_dir,
+                                                       const std::string& name, const std::string& shape) {
+  const std::string path = JoinPath(CheckpointsDir(run_dir), name);
   StatusOr<std::string> text = env->ReadFile(path);
   if (!text.ok()) {
-    if (text.status().code() == StatusCode::kNotFound) return std::optional<Record>();
+    if (text.status().code() == StatusCode::kNotFound) return std::optional<nlohmann::json>();
     return text.status();
   }
   nlohmann::json json = nlohmann::json::parse(*text, nullptr, false);
-  if (json.is_discarded() || !json.is_object() || !json["step"].is_number_integer() || !json["run"].is_string() ||
-      !json["time"].is_number()) {
-    return DataLossError(path + ": not a {\"step\": <integer>, \"run\": <string>, \"time\": <seconds>} object");
+  if (json.is_discarded() || !json.is_object()) return DataLossError(path + ": not a " + shape + " object");
+  return std::optional<nlohmann::json>(std::move(json));
+}
+
+StatusOr<std::optional<TrainingDone::Record>> TrainingDone::Read(FileEnv* env, const std::string& run_dir) {
+  const std::string shape = "{\"step\": <integer>, \"run\": <string>, \"time\": <seconds>}";
+  MIRRORED_ASSIGN_OR_RETURN(std::optional<nlohmann::json> json, ReadRecordFile(env, run_dir, kTrainingDoneFileName, shape));
+  if (!json) return std::optional<Record>();
+  nlohmann::json& j = *json;
+  if (!j["step"].is_number_integer() || !j["run"].is_string() || !j["time"].is_number()) {
+    return DataLossError(JoinPath(CheckpointsDir(run_dir), kTrainingDoneFileName) + ": not a " + shape + " object");
   }
-  return std::optional<Record>(
-      Record{json["step"].get<int64_t>(), json["run"].get<std::string>(), json["time"].get<double>()});
+  return std::optional<Record>(Record{j["step"].get<int64_t>(), j["run"].get<std::string>(), j["time"].get<double>()});
 }
 
 }  // namespace mirrored

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -43,5 +44,12 @@ class TrainingDone {
 
 // Wall clock, Unix seconds.
 double UnixNow();
+
+// RUN_DIR/checkpoints/<name>, a record the chief writes atomically
+// (training-done, training-start), parsed: nullopt when there is none; a
+// file that is not JSON is DataLoss naming it and `shape`. The caller checks
+// the fields (with `shape` too).
+StatusOr<std::optional<nlohmann::json>> ReadRecordFile(FileEnv* env, const std::string& run_dir,
+                                                       const std::string& name, const std::string& shape);
 
 }  // namespace mirrored

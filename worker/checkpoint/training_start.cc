@@ -20,19 +20,16 @@ StatusOr<std::string> TrainingStart::Write(FileEnv* env, const std::string& run_
 }
 
 StatusOr<std::optional<TrainingStart::Record>> TrainingStart::Read(FileEnv* env, const std::string& run_dir) {
-  const std::string path = JoinPath(CheckpointsDir(run_dir), kTrainingStartFileName);
-  StatusOr<std::string> text = env->ReadFile(path);
-  if (!text.ok()) {
-    if (text.status().code() == StatusCode::kNotFound) return std::optional<Record>();
-    return text.status();
-  }
-  nlohmann::json json = nlohmann::json::parse(*text, nullptr, false);
-  if (json.is_discarded() || !json.is_object() || !json["from_step"].is_number_integer() ||
-      !json["run"].is_string() || !json["time"].is_number()) {
-    return DataLossError(path + ": not a {\"from_step\": <integer>, \"run\": <string>, \"time\": <seconds>} object");
+  const std::string shape = "{\"from_step\": <integer>, \"run\": <string>, \"time\": <seconds>}";
+  MIRRORED_ASSIGN_OR_RETURN(std::optional<nlohmann::json> json,
+                            ReadRecordFile(env, run_dir, kTrainingStartFileName, shape));
+  if (!json) return std::optional<Record>();
+  nlohmann::json& j = *json;
+  if (!j["from_step"].is_number_integer() || !j["run"].is_string() || !j["time"].is_number()) {
+    return DataLossError(JoinPath(CheckpointsDir(run_dir), kTrainingStartFileName) + ": not a " + shape + " object");
   }
   return std::optional<Record>(
-      Record{json["from_step"].get<int64_t>(), json["run"].get<std::string>(), json["time"].get<double>()});
+      Record{j["from_step"].get<int64_t>(), j["run"].get<std::string>(), j["time"].get<double>()});
 }
 
 }  // namespace mirrored
