@@ -164,7 +164,11 @@ std::vector<TaskLaunch> LocalJobPlan::Tasks(int generation,
     TaskLaunch t;
     t.name = type + ":" + std::to_string(index);
     t.is_training = type != "evaluator";
-    nlohmann::json tf_config = {{"cluster", cluster}, {"task", {{"type", type}, {"index", index}}}};
+    // The same keys as the cluster command's TF_CONFIG (and TensorFlow's own):
+    // a program that reads TF_CONFIG itself sees one shape under either.
+    nlohmann::json tf_config = {{"cluster", cluster},
+                                {"task", {{"type", type}, {"index", index}}},
+                                {"rpc_layer", "grpc"}};
     t.env = inherited;
     t.env.push_back("TF_CONFIG=" + tf_config.dump());
     t.env.push_back("MIRRORED_JOB_TOKEN=" + job_token_);

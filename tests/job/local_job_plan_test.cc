@@ -44,6 +44,7 @@ TEST(LocalJobPlanTest, EveryTaskGetsItsTfConfigTokenAndArguments) {
     EXPECT_EQ(tf["cluster"]["worker"][0], plan->coordinator_address());
     EXPECT_EQ(tf["task"]["type"], i < 2 ? "worker" : "evaluator");
     EXPECT_EQ(tf["task"]["index"], i < 2 ? static_cast<int>(i) : 0);
+    EXPECT_EQ(tf["rpc_layer"], "grpc");
     EXPECT_EQ(EnvValue(t, "MIRRORED_JOB_TOKEN"), plan->job_token());
     EXPECT_EQ(EnvValue(t, "MIRRORED_GENERATION"), "3");
     EXPECT_EQ(EnvValue(t, "PATH"), "/bin");

@@ -49,13 +49,12 @@ int ProbeBind(const std::string& listen_address) {
   return err;
 }
 
-// Why gRPC could not listen on `listen_address`, by trying the same bind:
-// an address not of this machine, or a port this process may not bind, is
-// the cluster's mistake (InvalidArgument, exit 2, not retried); a port in use
-// may be freed (Unavailable, exit 1).
-Status BindError(const std::string& listen_address) {
+// Why `listen_address` cannot be listened on, from ProbeBind's `err`: an
+// address not of this machine, or a port this process may not bind, is the
+// cluster's mistake (InvalidArgument, exit 2, not retried); a port in use may
+// be freed (Unavailable, exit 1).
+Status BindError(const std::string& listen_address, int err) {
   const std::string prefix = "cannot bind the coordination service to " + listen_address + ": ";
-  const int err = ProbeBind(listen_address);
   if (err == EADDRNOTAVAIL) {
     return InvalidArgumentError(prefix + "the host is not an address of this machine (give the chief's entry in "
                                          "the cluster an address of its host, or a host name: the service then "
@@ -92,9 +91,14 @@ StatusOr<std::unique_ptr<CoordinationServer>> CoordinationServer::Start(
   // An address of this host that is not usable yet (an interface still
   // coming up, IPv6 duplicate address detection) becomes so within seconds.
   const auto usable_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (ProbeBind(listen_address) == EADDRNOTAVAIL && std::chrono::steady_clock::now() < usable_by) {
+  int probe = ProbeBind(listen_address);
+  while (probe == EADDRNOTAVAIL && std::chrono::steady_clock::now() < usable_by) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    probe = ProbeBind(listen_address);
   }
+  // A bind that fails here fails in gRPC too: say why without gRPC's own
+  // error line before ours.
+  if (probe == EADDRNOTAVAIL || probe == EACCES || probe == EADDRINUSE) return BindError(listen_address, probe);
   std::unique_ptr<CoordinationServer> server(new CoordinationServer(service, std::move(job_token)));
   grpc::ServerBuilder builder;
   int selected_port = 0;
@@ -106,7 +110,7 @@ StatusOr<std::unique_ptr<CoordinationServer>> CoordinationServer::Start(
   server->server_ = builder.BuildAndStart();
   if (!server->server_ || selected_port == 0) {
     if (server->server_) server->server_->Shutdown();
-    return BindError(listen_address);
+    return BindError(listen_address, ProbeBind(listen_address));
   }
   server->port_ = selected_port;
   server->bound_address_ = listen_address.substr(0, colon + 1) + std::to_string(selected_port);
