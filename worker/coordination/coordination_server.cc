@@ -56,9 +56,10 @@ int ProbeBind(const std::string& listen_address) {
 Status BindError(const std::string& listen_address, int err) {
   const std::string prefix = "cannot bind the coordination service to " + listen_address + ": ";
   if (err == EADDRNOTAVAIL) {
-    return InvalidArgumentError(prefix + "the host is not an address of this machine (give the chief's entry in "
-                                         "the cluster an address of its host, or a host name: the service then "
-                                         "listens on all of the host's addresses)");
+    return InvalidArgumentError(prefix + "the host is not an address of this machine. Either the chief's entry in "
+                                         "the cluster is wrong (give it an address of its host, or a host name: the "
+                                         "service then listens on all of the host's addresses), or this host was "
+                                         "given the chief's task by mistake (check TF_CONFIG's \"task\" here)");
   }
   if (err == EACCES) {
     return InvalidArgumentError(prefix + "this process may not bind that port (below 1024?): give the chief a "
