@@ -108,8 +108,8 @@ int RunWorker(const WorkerOptions& options) {
   }
   if (Status s = (*strategy)->Shutdown(); !s.ok()) return Fail(task, s);
   if (summary->preempted) {
-    std::printf("preempted: stopped after step %lld; a restarted job resumes there\n",
-                static_cast<long long>(summary->steps));
+    std::printf("preempted (SIGTERM to %s): stopped after step %lld; a restarted job resumes there\n",
+                summary->preempted_tasks.c_str(), static_cast<long long>(summary->steps));
     return kExitPreempted;
   }
   char fingerprint[16];

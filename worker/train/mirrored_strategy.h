@@ -138,6 +138,11 @@ class MirroredStrategy {
   int num_tasks() const { return num_tasks_; }
   int rank_offset() const { return rank_offset_; }
   const std::string& task_name() const { return task_name_; }
+  // Every training task of the job, in rank order ({task_name()} alone for a
+  // job of one task).
+  std::vector<std::string> training_tasks() const {
+    return tasks_.empty() ? std::vector<std::string>{task_name_} : tasks_;
+  }
   // This task hosts replica 0: it writes checkpoints and logs.
   bool is_chief_task() const { return rank_offset_ == 0; }
   // "4 replicas in sync; worker:0 runs 2 GPU replicas (GPUs 0,1) (global ranks 0-1)".

@@ -302,6 +302,19 @@ std::vector<std::pair<std::string, std::string>> TrainingSettings(const WorkerOp
           {"test examples (--data)", o.validate ? std::to_string(data.test().size()) : "-"}};
 }
 
+// Which tasks a SIGTERM reached, from a sync point's sums over the replicas
+// told to stop: `told` of them, sum(k) and sum(k * k) with k their task's
+// ordinal + 1. All of one task exactly when told * sum(k * k) = sum(k)^2.
+std::string PreemptedTasks(const std::vector<std::string>& tasks, float told, float sum_k, float sum_k2, int world) {
+  if (told >= static_cast<float>(world)) return tasks.size() == 1 ? tasks[0] : "every task";
+  const float k = sum_k / told;
+  if (told * sum_k2 == sum_k * sum_k && k == std::floor(k) && k >= 1 && k <= static_cast<float>(tasks.size())) {
+    return tasks[static_cast<size_t>(k) - 1];
+  }
+  return "some of the tasks (" + std::to_string(static_cast<int64_t>(told)) + " of " + std::to_string(world) +
+         " replicas)";
+}
+
 }  // namespace
 
 StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy) {
@@ -412,6 +425,9 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
 
   TrainSummary summary;
   std::mutex summary_mu;
+  const std::vector<std::string> tasks = strategy.training_tasks();
+  const float task_key = static_cast<float>(
+      std::find(tasks.begin(), tasks.end(), strategy.task_name()) - tasks.begin() + 1);
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options.collective_timeout_sec * 1000));
   // The cores are split among this process's replicas (oneDNN's threads).
   const int threads_per_replica =
@@ -465,6 +481,7 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
     int64_t synced_step = step;                                  // the last sync point's step
     int64_t last_checkpoint = checkpoints && step > 0 ? step : -1;  // resumed from it, or none yet
     bool stopped_early = false;                                  // preempted
+    std::string preempted_tasks;                                 // which tasks the SIGTERM reached
     if (start.validate_first) {
       // The epoch (from 0) the checkpoint's last step belongs to.
       const int64_t epoch = std::max<int64_t>(0, static_cast<int64_t>(position.epoch) - (position.step == 0 ? 1 : 0));
@@ -534,10 +551,14 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
       // Sync point: loss and accuracy counts, and whether any task was told
       // to stop (SIGTERM), summed across every replica. Every checkpoint
       // step is one, so no checkpoint follows an unchecked loss.
+      // A replica told to stop adds k = its task's ordinal + 1 and k * k as
+      // well: when every such replica is of one task, count * sum(k * k)
+      // equals sum(k) squared, and sum(k) / count names that task.
       bool preempted = false;
       if (step % sync_every == 0 || epoch_end || last || scheduled_checkpoint) {
+        const float told = Preemption::Requested() ? 1.0f : 0.0f;
         std::vector<float> sums = {static_cast<float>(loss_sum), static_cast<float>(correct), static_cast<float>(count),
-                                   Preemption::Requested() ? 1.0f : 0.0f};
+                                   told, told * task_key, told * task_key * task_key};
         MIRRORED_RETURN_IF_ERROR(replica.SumAcrossReplicas(sums));
         // Every replica holds the same sums, so all stop here together.
         if (!std::isfinite(sums[0])) {
@@ -552,6 +573,7 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
         epoch_correct += sums[1];
         epoch_count += sums[2];
         preempted = sums[3] > 0;
+        if (preempted) preempted_tasks = PreemptedTasks(tasks, sums[3], sums[4], sums[5], world);
         loss_sum = correct = count = 0;
       }
       if (step % options.log_every == 0 || epoch_end || last || preempted) {
@@ -622,11 +644,12 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
       }
       if (preempted) {
         if (replica.is_chief()) {
-          MIRRORED_LOG(WARNING) << "preempted (SIGTERM): stopped after step " << step
+          MIRRORED_LOG(WARNING) << "preempted (SIGTERM to " << preempted_tasks << "): stopped after step " << step
                                 << (checkpoints ? ", checkpointed" : " (no --run-dir: nothing saved)");
         }
         std::lock_guard<std::mutex> lock(summary_mu);
         summary.preempted = true;
+        summary.preempted_tasks = preempted_tasks;
         stopped_early = true;
         break;
       }
