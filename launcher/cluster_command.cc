@@ -102,6 +102,13 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
     err << "mirrored-launch: error: " << first.status().message() << "\n";
     return ExitCodeFor(first.status());
   }
+  if (config.IsEvaluator() && run_dir_.empty()) {
+    // A new default directory of its own would never get a checkpoint.
+    err << "mirrored-launch: error: " << first->name
+        << " needs --run-dir: the chief's run directory, whose checkpoints it follows (on a file system this host "
+           "shares with the chief's)\n";
+    return kExitUsage;
+  }
   // What resolving the cluster noticed (the worker re-reads only the
   // TF_CONFIG made from it): said once, here.
   for (const std::string& warning : config.warnings) err << "mirrored-launch: warning: " << warning << "\n";

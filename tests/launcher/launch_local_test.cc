@@ -307,6 +307,23 @@ TEST_F(LaunchLocalTest, ClusterWithoutAClusterIsExitTwo) {
   }
 }
 
+// An evaluator in its own new default run directory would wait for
+// checkpoints that never come there: exit 2, naming the flag.
+TEST_F(LaunchLocalTest, ClusterEvaluatorWithoutRunDirIsExitTwo) {
+  const fs::path cwd = dir_ / "cwd";
+  fs::create_directories(cwd);
+  auto child = ChildProcess::Spawn(
+      {"/bin/sh", "-c", "cd \"$0\" && exec \"$1\" cluster --worker-binary \"$2\"", cwd.string(), kLauncher,
+       kFakeWorker},
+      {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=t",
+       R"(TF_CONFIG={"cluster":{"worker":["127.0.0.1:1"]},"task":{"type":"evaluator","index":0}})"});
+  ASSERT_TRUE(child.ok()) << child.status();
+  std::string out;
+  EXPECT_EQ(Finish(*child, &out), 2) << out;
+  EXPECT_NE(out.find("evaluator:0 needs --run-dir: the chief's run directory"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(cwd / "runs")) << out;
+}
+
 TEST_F(LaunchLocalTest, BadFlagsAreExitTwo) {
   std::string out;
   EXPECT_EQ(RunToEnd({"--workers", "0"}, &out), 2);
