@@ -32,7 +32,7 @@ class CoordinationServiceTest : public ::testing::Test {
       CoordinationService& s, const std::vector<int>& devices) {
     std::vector<std::optional<StatusOr<RegisteredView>>> views(devices.size());
     for (size_t i = 0; i < devices.size(); ++i) {
-      s.RegisterTaskAsync(s.options().tasks[i], i + 1, devices[i],
+      s.RegisterTaskAsync({.task = s.options().tasks[i], .incarnation = i + 1, .device_count = devices[i]},
                           [&views, i](const StatusOr<RegisteredView>& v) { views[i] = v; });
     }
     return views;
@@ -52,10 +52,12 @@ TEST_F(CoordinationServiceTest, RejectsBadTaskLists) {
 TEST_F(CoordinationServiceTest, RegistrationWaitsForAllAndAssignsRanks) {
   auto s = Make({"chief:0", "worker:0", "worker:1"});
   std::vector<std::optional<StatusOr<RegisteredView>>> views(3);
-  s->RegisterTaskAsync("worker:1", 30, 1, [&](const auto& v) { views[2] = v; });
-  s->RegisterTaskAsync("chief:0", 10, 2, [&](const auto& v) { views[0] = v; });
+  s->RegisterTaskAsync({.task = "worker:1", .incarnation = 30, .device_count = 1},
+                       [&](const auto& v) { views[2] = v; });
+  s->RegisterTaskAsync({.task = "chief:0", .incarnation = 10, .device_count = 2}, [&](const auto& v) { views[0] = v; });
   EXPECT_FALSE(views[0] || views[2]);
-  s->RegisterTaskAsync("worker:0", 20, 2, [&](const auto& v) { views[1] = v; });
+  s->RegisterTaskAsync({.task = "worker:0", .incarnation = 20, .device_count = 2},
+                       [&](const auto& v) { views[1] = v; });
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(views[i] && views[i]->ok()) << i;
     EXPECT_EQ((*views[i])->task_index, i);
@@ -73,8 +75,8 @@ TEST_F(CoordinationServiceTest, RegistrationWaitsForAllAndAssignsRanks) {
 TEST_F(CoordinationServiceTest, RegistrationTimeoutNamesMissingTasks) {
   auto s = Make({"chief:0", "worker:0", "worker:1"});
   std::optional<StatusOr<RegisteredView>> chief;
-  s->RegisterTaskAsync("chief:0", 1, 1, [&](const auto& v) { chief = v; });
-  s->RegisterTaskAsync("worker:1", 3, 1, [](const auto&) {});
+  s->RegisterTaskAsync({.task = "chief:0", .incarnation = 1, .device_count = 1}, [&](const auto& v) { chief = v; });
+  s->RegisterTaskAsync({.task = "worker:1", .incarnation = 3, .device_count = 1}, [](const auto&) {});
   now_ = 4999;
   s->CheckDeadlines();
   EXPECT_FALSE(chief.has_value());
@@ -98,9 +100,12 @@ TEST_F(CoordinationServiceTest, ATaskWithAnotherClusterFailsEveryRegistration) {
   auto s = CoordinationService::Create(std::move(o));
   ASSERT_TRUE(s.ok()) << s.status();
   std::optional<StatusOr<RegisteredView>> chief, other, late;
-  (*s)->RegisterTaskAsync("worker:0", 1, 1, [&](const auto& v) { chief = v; }, "worker:0, worker:1");
+  (*s)->RegisterTaskAsync({.task = "worker:0", .incarnation = 1, .device_count = 1, .cluster = "worker:0, worker:1"},
+                          [&](const auto& v) { chief = v; });
   EXPECT_FALSE(chief.has_value());
-  (*s)->RegisterTaskAsync("worker:1", 2, 1, [&](const auto& v) { other = v; }, "worker:0, worker:1, worker:2");
+  (*s)->RegisterTaskAsync(
+      {.task = "worker:1", .incarnation = 2, .device_count = 1, .cluster = "worker:0, worker:1, worker:2"},
+      [&](const auto& v) { other = v; });
   ASSERT_TRUE(chief.has_value() && other.has_value());
   for (const auto* v : {&*chief, &*other}) {
     EXPECT_EQ(v->status().code(), StatusCode::kInvalidArgument) << v->status();
@@ -111,7 +116,8 @@ TEST_F(CoordinationServiceTest, ATaskWithAnotherClusterFailsEveryRegistration) {
         << v->status();
   }
   // A task that comes later (the same cluster as the chief's) learns it too.
-  (*s)->RegisterTaskAsync("worker:1", 3, 1, [&](const auto& v) { late = v; }, "worker:0, worker:1");
+  (*s)->RegisterTaskAsync({.task = "worker:1", .incarnation = 3, .device_count = 1, .cluster = "worker:0, worker:1"},
+                          [&](const auto& v) { late = v; });
   ASSERT_TRUE(late.has_value());
   EXPECT_EQ(late->status().code(), StatusCode::kInvalidArgument) << late->status();
 }
@@ -122,13 +128,16 @@ TEST_F(CoordinationServiceTest, ATaskWithAnotherClusterFailsEveryRegistration) {
 TEST_F(CoordinationServiceTest, ASecondProcessClaimingARunningTaskFromAnotherHostIsRefusedAlone) {
   auto s = Make({"chief:0", "worker:0"});
   std::vector<std::optional<StatusOr<RegisteredView>>> views(2);
-  s->RegisterTaskAsync("chief:0", 1, 1, [&](const auto& v) { views[0] = v; }, "", "ipv4:10.0.0.1:40000");
-  s->RegisterTaskAsync("worker:0", 2, 1, [&](const auto& v) { views[1] = v; }, "", "ipv4:10.0.0.2:40001");
+  s->RegisterTaskAsync({.task = "chief:0", .incarnation = 1, .device_count = 1, .peer = "ipv4:10.0.0.1:40000"},
+                       [&](const auto& v) { views[0] = v; });
+  s->RegisterTaskAsync({.task = "worker:0", .incarnation = 2, .device_count = 1, .peer = "ipv4:10.0.0.2:40001"},
+                       [&](const auto& v) { views[1] = v; });
   ASSERT_TRUE(views[0] && views[0]->ok() && views[1] && views[1]->ok());
   now_ += 500;
   ASSERT_TRUE(s->Heartbeat("worker:0", 2).ok());
   std::optional<StatusOr<RegisteredView>> second;
-  s->RegisterTaskAsync("worker:0", 3, 1, [&](const auto& v) { second = v; }, "", "ipv4:10.0.0.3:40002");
+  s->RegisterTaskAsync({.task = "worker:0", .incarnation = 3, .device_count = 1, .peer = "ipv4:10.0.0.3:40002"},
+                       [&](const auto& v) { second = v; });
   ASSERT_TRUE(second.has_value());
   EXPECT_EQ(second->status().code(), StatusCode::kInvalidArgument) << second->status();
   EXPECT_NE(second->status().message().find("task worker:0 is already running, registered from 10.0.0.2 (its last "
@@ -141,7 +150,8 @@ TEST_F(CoordinationServiceTest, ASecondProcessClaimingARunningTaskFromAnotherHos
 
   // From its own host: a restart, which fails the job.
   std::optional<StatusOr<RegisteredView>> restarted;
-  s->RegisterTaskAsync("worker:0", 4, 1, [&](const auto& v) { restarted = v; }, "", "ipv4:10.0.0.2:40003");
+  s->RegisterTaskAsync({.task = "worker:0", .incarnation = 4, .device_count = 1, .peer = "ipv4:10.0.0.2:40003"},
+                       [&](const auto& v) { restarted = v; });
   ASSERT_TRUE(restarted.has_value());
   EXPECT_EQ(restarted->status().code(), StatusCode::kAborted) << restarted->status();
   EXPECT_NE(restarted->status().message().find("restarted with a new incarnation"), std::string::npos)
@@ -160,9 +170,12 @@ TEST_F(CoordinationServiceTest, BeforeTheJobFormsAClaimFromAnotherHostThanTheLis
   auto s = CoordinationService::Create(std::move(o));
   ASSERT_TRUE(s.ok()) << s.status();
   std::optional<StatusOr<RegisteredView>> chief, real, impostor, w1;
-  (*s)->RegisterTaskAsync("chief:0", 1, 1, [&](const auto& v) { chief = v; }, "", "ipv4:10.0.0.1:40000");
-  (*s)->RegisterTaskAsync("worker:0", 2, 1, [&](const auto& v) { real = v; }, "", "ipv4:10.0.0.2:40001");
-  (*s)->RegisterTaskAsync("worker:0", 3, 1, [&](const auto& v) { impostor = v; }, "", "ipv4:10.0.0.1:40002");
+  (*s)->RegisterTaskAsync({.task = "chief:0", .incarnation = 1, .device_count = 1, .peer = "ipv4:10.0.0.1:40000"},
+                          [&](const auto& v) { chief = v; });
+  (*s)->RegisterTaskAsync({.task = "worker:0", .incarnation = 2, .device_count = 1, .peer = "ipv4:10.0.0.2:40001"},
+                          [&](const auto& v) { real = v; });
+  (*s)->RegisterTaskAsync({.task = "worker:0", .incarnation = 3, .device_count = 1, .peer = "ipv4:10.0.0.1:40002"},
+                          [&](const auto& v) { impostor = v; });
   ASSERT_TRUE(impostor.has_value());
   EXPECT_EQ(impostor->status().code(), StatusCode::kInvalidArgument) << impostor->status();
   EXPECT_NE(impostor->status().message().find("task worker:0 is already registered from 10.0.0.2, its address in "
@@ -171,7 +184,8 @@ TEST_F(CoordinationServiceTest, BeforeTheJobFormsAClaimFromAnotherHostThanTheLis
             std::string::npos)
       << impostor->status();
   EXPECT_FALSE(real.has_value());  // still waiting for the job to form
-  (*s)->RegisterTaskAsync("worker:1", 4, 1, [&](const auto& v) { w1 = v; }, "", "ipv4:10.0.0.3:40003");
+  (*s)->RegisterTaskAsync({.task = "worker:1", .incarnation = 4, .device_count = 1, .peer = "ipv4:10.0.0.3:40003"},
+                          [&](const auto& v) { w1 = v; });
   ASSERT_TRUE(real.has_value() && real->ok() && chief.has_value() && chief->ok() && w1.has_value() && w1->ok());
 
   // worker:1 is listed by name: a second claim replaces the first.
@@ -182,26 +196,32 @@ TEST_F(CoordinationServiceTest, BeforeTheJobFormsAClaimFromAnotherHostThanTheLis
   auto n = CoordinationService::Create(std::move(named));
   ASSERT_TRUE(n.ok()) << n.status();
   std::optional<StatusOr<RegisteredView>> first, second, named_chief;
-  (*n)->RegisterTaskAsync("worker:0", 4, 1, [&](const auto& v) { first = v; }, "", "ipv4:10.0.0.3:40003");
-  (*n)->RegisterTaskAsync("worker:0", 5, 1, [&](const auto& v) { second = v; }, "", "ipv4:10.0.0.4:40004");
+  (*n)->RegisterTaskAsync({.task = "worker:0", .incarnation = 4, .device_count = 1, .peer = "ipv4:10.0.0.3:40003"},
+                          [&](const auto& v) { first = v; });
+  (*n)->RegisterTaskAsync({.task = "worker:0", .incarnation = 5, .device_count = 1, .peer = "ipv4:10.0.0.4:40004"},
+                          [&](const auto& v) { second = v; });
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(first->status().code(), StatusCode::kAborted) << first->status();
   EXPECT_NE(first->status().message().find("superseded by a newer process claiming it from 10.0.0.4"),
             std::string::npos)
       << first->status();
-  (*n)->RegisterTaskAsync("chief:0", 1, 1, [&](const auto& v) { named_chief = v; }, "", "ipv4:10.0.0.1:40000");
+  (*n)->RegisterTaskAsync({.task = "chief:0", .incarnation = 1, .device_count = 1, .peer = "ipv4:10.0.0.1:40000"},
+                          [&](const auto& v) { named_chief = v; });
   ASSERT_TRUE(second.has_value() && second->ok() && named_chief.has_value() && named_chief->ok());
 }
 
 TEST_F(CoordinationServiceTest, AClaimFromAnotherHostAfterTheTaskWentSilentIsARestart) {
   auto s = Make({"chief:0", "worker:0"});
   std::vector<std::optional<StatusOr<RegisteredView>>> views(2);
-  s->RegisterTaskAsync("chief:0", 1, 1, [&](const auto& v) { views[0] = v; }, "", "ipv4:10.0.0.1:40000");
-  s->RegisterTaskAsync("worker:0", 2, 1, [&](const auto& v) { views[1] = v; }, "", "ipv4:10.0.0.2:40001");
+  s->RegisterTaskAsync({.task = "chief:0", .incarnation = 1, .device_count = 1, .peer = "ipv4:10.0.0.1:40000"},
+                       [&](const auto& v) { views[0] = v; });
+  s->RegisterTaskAsync({.task = "worker:0", .incarnation = 2, .device_count = 1, .peer = "ipv4:10.0.0.2:40001"},
+                       [&](const auto& v) { views[1] = v; });
   ASSERT_TRUE(views[1] && views[1]->ok());
   now_ += 2500;  // a pod on a dead node, rescheduled elsewhere
   std::optional<StatusOr<RegisteredView>> moved;
-  s->RegisterTaskAsync("worker:0", 3, 1, [&](const auto& v) { moved = v; }, "", "ipv4:10.0.0.9:40002");
+  s->RegisterTaskAsync({.task = "worker:0", .incarnation = 3, .device_count = 1, .peer = "ipv4:10.0.0.9:40002"},
+                       [&](const auto& v) { moved = v; });
   ASSERT_TRUE(moved.has_value());
   EXPECT_EQ(moved->status().code(), StatusCode::kAborted) << moved->status();
 }
@@ -209,7 +229,7 @@ TEST_F(CoordinationServiceTest, AClaimFromAnotherHostAfterTheTaskWentSilentIsARe
 TEST_F(CoordinationServiceTest, UnknownTaskIsInvalidArgument) {
   auto s = Make({"chief:0"});
   std::optional<StatusOr<RegisteredView>> v;
-  s->RegisterTaskAsync("worker:9", 1, 1, [&](const auto& r) { v = r; });
+  s->RegisterTaskAsync({.task = "worker:9", .incarnation = 1, .device_count = 1}, [&](const auto& r) { v = r; });
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->status().code(), StatusCode::kInvalidArgument);
 }
@@ -221,7 +241,7 @@ TEST_F(CoordinationServiceTest, RestartedTaskFailsTheJob) {
   std::optional<Status> chief_poll;
   s->PollForErrorAsync("chief:0", 1, [&](const Status& st) { chief_poll = st; });
   std::optional<StatusOr<RegisteredView>> again;
-  s->RegisterTaskAsync("worker:0", 99, 1, [&](const auto& v) { again = v; });
+  s->RegisterTaskAsync({.task = "worker:0", .incarnation = 99, .device_count = 1}, [&](const auto& v) { again = v; });
   ASSERT_TRUE(again.has_value());
   EXPECT_EQ(again->status().code(), StatusCode::kAborted);
   ASSERT_TRUE(chief_poll.has_value());
@@ -236,7 +256,7 @@ TEST_F(CoordinationServiceTest, SameIncarnationRegisterIsIdempotent) {
   auto s = Make({"chief:0", "worker:0"});
   auto views = RegisterAll(*s, {1, 1});
   std::optional<StatusOr<RegisteredView>> again;
-  s->RegisterTaskAsync("worker:0", 2, 1, [&](const auto& v) { again = v; });
+  s->RegisterTaskAsync({.task = "worker:0", .incarnation = 2, .device_count = 1}, [&](const auto& v) { again = v; });
   ASSERT_TRUE(again && again->ok());
   EXPECT_EQ((*again)->view, (*views[1])->view);
   EXPECT_FALSE(s->job_error().has_value());
@@ -381,7 +401,7 @@ TEST_F(CoordinationServiceTest, ReportedErrorReachesPeers) {
 TEST_F(CoordinationServiceTest, StopFailsPendingCalls) {
   auto s = Make({"chief:0", "worker:0"});
   std::optional<StatusOr<RegisteredView>> chief;
-  s->RegisterTaskAsync("chief:0", 1, 1, [&](const auto& v) { chief = v; });
+  s->RegisterTaskAsync({.task = "chief:0", .incarnation = 1, .device_count = 1}, [&](const auto& v) { chief = v; });
   s->Stop();
   ASSERT_TRUE(chief.has_value());
   EXPECT_EQ(chief->status().code(), StatusCode::kUnavailable);

@@ -150,13 +150,15 @@ grpc::ServerUnaryReactor* CoordinationRpcHandler::Register(grpc::CallbackServerC
                                                            rpc::RegisterResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
   if (!Authenticate(ctx, reactor)) return reactor;
-  service_->RegisterTaskAsync(
-      req->task(), req->incarnation(), req->device_count(),
-      [reactor, resp](const StatusOr<RegisteredView>& v) {
-        if (v.ok()) ToProto(*v, resp);
-        reactor->Finish(ToGrpcStatus(v.status()));
-      },
-      req->cluster(), ctx->peer());
+  service_->RegisterTaskAsync({.task = req->task(),
+                               .incarnation = req->incarnation(),
+                               .device_count = req->device_count(),
+                               .cluster = req->cluster(),
+                               .peer = ctx->peer()},
+                              [reactor, resp](const StatusOr<RegisteredView>& v) {
+                                if (v.ok()) ToProto(*v, resp);
+                                reactor->Finish(ToGrpcStatus(v.status()));
+                              });
   return reactor;
 }
 

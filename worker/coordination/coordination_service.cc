@@ -170,9 +170,8 @@ Status CoordinationService::CheckCallerLocked(const std::string& task, uint64_t 
   return OkStatus();
 }
 
-void CoordinationService::RegisterTaskAsync(const std::string& task, uint64_t incarnation,
-                                            int device_count, RegisterCallback done, const std::string& cluster,
-                                            const std::string& peer) {
+void CoordinationService::RegisterTaskAsync(const Registration& registration, RegisterCallback done) {
+  const auto& [task, incarnation, device_count, cluster, peer] = registration;
   const std::string host = peer.empty() ? "" : PeerHost(peer);
   Deferred deferred;
   Status immediate;

@@ -6,7 +6,8 @@
 //
 //   auto service = CoordinationService::Create({.tasks = {"chief:0", "worker:0"}});
 //   (*service)->StartDeadlineThread();
-//   (*service)->RegisterTaskAsync("worker:0", inc, 2, [](const StatusOr<RegisteredView>& v) {...});
+//   (*service)->RegisterTaskAsync({.task = "worker:0", .incarnation = inc, .device_count = 2},
+//                                 [](const StatusOr<RegisteredView>& v) {...});
 //
 // Asynchronous methods take a `done` callback that runs exactly once, never
 // under the service's lock, possibly on the calling thread or on the
@@ -99,11 +100,18 @@ class CoordinationService {
   // Aborted with the job error (including: this task re-registered with a
   // new incarnation after rendezvous, which fails the job as "restarted");
   // Internal when the NCCL id cannot be made; Unavailable after Stop().
-  // `peer` is gRPC's name of the caller ("ipv4:10.0.0.2:41234"; "" in
-  // tests): a second process claiming a running task from another host is
-  // refused alone (InvalidArgument), not taken for that task's restart.
-  void RegisterTaskAsync(const std::string& task, uint64_t incarnation, int device_count,
-                         RegisterCallback done, const std::string& cluster = "", const std::string& peer = "");
+  // A second process claiming a running task from another host is refused
+  // alone (InvalidArgument), not taken for that task's restart; a task
+  // whose cluster differs from the chief's fails registration for every
+  // task (InvalidArgument).
+  struct Registration {
+    std::string task = {};     // "worker:1"
+    uint64_t incarnation = 0;  // this process's, new on every start
+    int device_count = 1;      // its replicas
+    std::string cluster = {};  // the training tasks its TF_CONFIG lists, "chief:0, worker:0" ("": not compared)
+    std::string peer = {};     // gRPC's name of the caller, "ipv4:10.0.0.2:41234" ("": unknown, in tests)
+  };
+  void RegisterTaskAsync(const Registration& registration, RegisterCallback done);
 
   // Errors: InvalidArgument (unknown task); FailedPrecondition (not
   // registered); Aborted (the job error; or the caller's incarnation is
