@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
+#include "common/cpu_cores.h"
 #include "launcher/job/local_job_plan.h"
 #include "launcher/dry_run.h"
 #include "launcher/supervised_run.h"
@@ -69,6 +71,15 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
   options.worker_args = worker_args_;
   const auto env = CurrentEnvironment();
   options.visible_gpus = VisibleGpus(env);
+  // The workers share this machine's cores: each computes with its share
+  // (split again among its CPU replicas), not with all of them, which would
+  // oversubscribe the cores workers-fold (libgomp's spinning waits then
+  // collapse throughput). A user's OMP_NUM_THREADS is kept.
+  const auto user_threads = std::find_if(env.begin(), env.end(), [](const std::string& e) {
+    return e.rfind("OMP_NUM_THREADS=", 0) == 0;
+  });
+  options.omp_num_threads = user_threads != env.end() ? user_threads->substr(sizeof("OMP_NUM_THREADS"))
+                                                      : std::to_string(std::max(1, UsableCpuCores() / workers_));
 
   auto plan = PlanLocalJob(options);
   if (!plan.ok()) {

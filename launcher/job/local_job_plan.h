@@ -27,13 +27,17 @@ struct LocalJobOptions {
   std::string worker_binary;            // required: path of mirrored-worker
   std::vector<std::string> worker_args; // after `--`
   std::vector<std::string> visible_gpus;  // device ids this launcher may hand out
+  // OMP_NUM_THREADS for every task: the cores each may compute with (the
+  // user's own value, or the launcher's share; "": not set).
+  std::string omp_num_threads;
 };
 
 class LocalJobPlan {
  public:
   // The tasks of one generation. `base_env` is the launcher's environment
   // ("KEY=VALUE"); each task gets it minus TF_CONFIG / CUDA_VISIBLE_DEVICES /
-  // MIRRORED_JOB_TOKEN / MIRRORED_GENERATION, plus its own values of those.
+  // MIRRORED_JOB_TOKEN / MIRRORED_GENERATION / OMP_NUM_THREADS, plus its own
+  // values of those.
   std::vector<TaskLaunch> Tasks(int generation, const std::vector<std::string>& base_env) const;
 
   const std::string& job_token() const { return job_token_; }

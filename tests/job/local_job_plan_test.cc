@@ -27,10 +27,12 @@ TEST(LocalJobPlanTest, EveryTaskGetsItsTfConfigTokenAndArguments) {
   LocalJobOptions o = Options();
   o.evaluator = true;
   o.cpu_replicas = 2;
+  o.omp_num_threads = "3";
   auto plan = PlanLocalJob(o);
   ASSERT_TRUE(plan.ok()) << plan.status();
   auto tasks = plan->Tasks(3, {"PATH=/bin", "TF_CONFIG=stale", "MIRRORED_JOB_TOKEN=old", "HOME=/h",
-                               "MIRRORED_GENERATION=9", "MIRRORED_DATA_CACHE=/c", "MIRRORED_TRAINING_ENDED=1"});
+                               "MIRRORED_GENERATION=9", "MIRRORED_DATA_CACHE=/c", "MIRRORED_TRAINING_ENDED=1",
+                               "OMP_NUM_THREADS=8"});
   ASSERT_EQ(tasks.size(), 3u);
   EXPECT_EQ(tasks[0].name, "worker:0");
   EXPECT_EQ(tasks[1].name, "worker:1");
@@ -63,6 +65,11 @@ TEST(LocalJobPlanTest, EveryTaskGetsItsTfConfigTokenAndArguments) {
               1);
     EXPECT_EQ(std::count_if(t.env.begin(), t.env.end(),
                             [](const std::string& e) { return e.rfind("MIRRORED_GENERATION=", 0) == 0; }),
+              1);
+    // Each task's share of the cores, once.
+    EXPECT_EQ(EnvValue(t, "OMP_NUM_THREADS"), "3");
+    EXPECT_EQ(std::count_if(t.env.begin(), t.env.end(),
+                            [](const std::string& e) { return e.rfind("OMP_NUM_THREADS=", 0) == 0; }),
               1);
   }
   EXPECT_EQ(plan->job_token().size(), 32u);

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/cpu_cores.h"
 #include "common/logging.h"
 #include "worker/data/batch_prefetcher.h"
 #include "worker/data/batch_sampler.h"
@@ -429,9 +430,9 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
   const float task_key = static_cast<float>(
       std::find(tasks.begin(), tasks.end(), strategy.task_name()) - tasks.begin() + 1);
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options.collective_timeout_sec * 1000));
-  // The cores are split among this process's replicas (oneDNN's threads).
-  const int threads_per_replica =
-      std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / strategy.local_replicas());
+  // This process's cores (OMP_NUM_THREADS, else those it may run on) are
+  // split among its replicas (oneDNN's threads).
+  const int threads_per_replica = std::max(1, CpuThreadBudget() / strategy.local_replicas());
 
   auto train_replica = [&](ReplicaContext& replica) -> Status {
     std::unique_ptr<model::Backend> backend;

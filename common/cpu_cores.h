@@ -1,0 +1,21 @@
+// How many threads a process should compute with on the CPU.
+//
+//   const int budget = CpuThreadBudget();   // split among this process's CPU replicas
+//
+// torchrun and Horovod leave this to OMP_NUM_THREADS (torchrun sets it to 1
+// for several processes); mirrored reads it the same way, and otherwise uses
+// the CPUs the process may really run on, not the machine's count: a Slurm
+// step, a `taskset` or a container's CPU limit gives fewer.
+#pragma once
+
+namespace mirrored {
+
+// The CPUs this process may run on: its affinity mask, capped by a cgroup
+// CPU quota (cgroup v2 cpu.max of its cgroup or an ancestor's, or v1
+// cpu.cfs_quota_us / cpu.cfs_period_us; rounded up). At least 1.
+int UsableCpuCores();
+
+// OMP_NUM_THREADS when it is a positive number, else UsableCpuCores().
+int CpuThreadBudget();
+
+}  // namespace mirrored
