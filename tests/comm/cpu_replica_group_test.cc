@@ -146,6 +146,40 @@ TEST(CpuReplicaGroupTest, AbortWakesWaitersWithTheReason) {
   EXPECT_EQ(job.group(0).replica(1).AllReduce(&x, 1, ReduceOp::kSum).code(), StatusCode::kAborted);
 }
 
+// A replica that returned from its function never comes to a collective
+// another replica waits in: that fails at once, naming it, not at the
+// timeout; Starting() readmits it for the next round.
+TEST(CpuReplicaGroupTest, AReplicaThatReturnedIsNotWaitedFor) {
+  Job job({2}, 60s);
+  Status waiting;
+  std::thread t([&] { waiting = job.group(0).replica(0).Barrier(); });
+  job.group(0).Returned(1);  // before or after replica 0 arrives: both paths must fail
+  t.join();
+  EXPECT_EQ(waiting.code(), StatusCode::kInternal) << waiting;
+  EXPECT_NE(waiting.message().find("barrier #1 failed after"), std::string::npos) << waiting;
+  EXPECT_NE(waiting.message().find("local replica 1 returned from the replica function while replica 0 waits for it"),
+            std::string::npos)
+      << waiting;
+}
+
+TEST(CpuReplicaGroupTest, ReplicasThatAllReturnedStartAgain) {
+  Job job({2}, 60s);
+  for (int round = 0; round < 2; ++round) {
+    job.group(0).Starting();
+    std::vector<Status> statuses(2);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r) {
+      threads.emplace_back([&, r] {
+        float x = 1;
+        statuses[r] = job.group(0).replica(r).AllReduce(&x, 1, ReduceOp::kSum);
+        job.group(0).Returned(r);
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (const Status& s : statuses) EXPECT_TRUE(s.ok()) << "round " << round << ": " << s;
+  }
+}
+
 TEST(CpuReplicaGroupTest, MismatchedCollectivesFailLoudly) {
   Job job({2});
   std::vector<Status> statuses(2);

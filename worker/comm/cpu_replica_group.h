@@ -51,6 +51,8 @@ class CpuReplicaGroup final : public ReplicaGroup {
 
   // Fails every pending and future operation with `reason` (Aborted).
   void Abort(const Status& reason) override;
+  void Returned(int local_rank) override { barrier_.Leave(local_rank); }
+  void Starting() override { barrier_.RejoinAll(); }
 
  private:
   class ReplicaCommunicator;

@@ -4,7 +4,7 @@
 
 namespace mirrored {
 
-PhaseBarrier::PhaseBarrier(int parties) : parties_(parties), arrived_in_phase_(parties, 0) {}
+PhaseBarrier::PhaseBarrier(int parties) : parties_(parties), arrived_in_phase_(parties, 0), left_(parties, false) {}
 
 Status PhaseBarrier::Arrive(int party, Clock::time_point deadline) {
   const auto start = Clock::now();
@@ -19,11 +19,30 @@ Status PhaseBarrier::Arrive(int party, Clock::time_point deadline) {
     cv_.notify_all();
     return OkStatus();
   }
+  // The parties that left without arriving in this phase: it cannot complete.
+  auto gone = [&] {
+    std::vector<int> out;
+    for (int p = 0; p < parties_; ++p)
+      if (left_[p] && arrived_in_phase_[p] != my_phase + 1) out.push_back(p);
+    return out;
+  };
   bool done = cv_.wait_until(lock, deadline,
-                             [&] { return phase_ != my_phase || !abort_reason_.ok(); });
+                             [&] { return phase_ != my_phase || !abort_reason_.ok() || !gone().empty(); });
   if (phase_ != my_phase) return OkStatus();
   if (!abort_reason_.ok()) return abort_reason_;
   (void)done;
+  if (const std::vector<int> left = gone(); !left.empty()) {
+    std::ostringstream msg;
+    msg << "local replica" << (left.size() == 1 ? " " : "s [");
+    for (size_t i = 0; i < left.size(); ++i) msg << (i ? ", " : "") << left[i];
+    msg << (left.size() == 1 ? "" : "]") << " returned from the replica function while replica " << party
+        << " waits for " << (left.size() == 1 ? "it" : "them")
+        << ": every replica must issue the same collectives, in the same order";
+    abort_reason_ = InternalError(msg.str());
+    lock.unlock();
+    cv_.notify_all();
+    return InternalError(msg.str());
+  }
   std::ostringstream msg;
   msg << "waited " << std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count()
       << " ms for local replicas [";
@@ -39,6 +58,19 @@ Status PhaseBarrier::Arrive(int party, Clock::time_point deadline) {
   lock.unlock();
   cv_.notify_all();
   return DeadlineExceededError(msg.str());
+}
+
+void PhaseBarrier::Leave(int party) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    left_[party] = true;
+  }
+  cv_.notify_all();
+}
+
+void PhaseBarrier::RejoinAll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  left_.assign(parties_, false);
 }
 
 void PhaseBarrier::Abort(const Status& reason) {

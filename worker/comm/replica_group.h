@@ -23,6 +23,12 @@ class ReplicaGroup {
   // Pending and future operations of every local replica fail with Aborted
   // carrying `reason`; the first reason wins. Safe from any thread.
   virtual void Abort(const Status& reason) = 0;
+  // Local replica `local_rank` returned from the replica function: an
+  // operation another local replica waits in for it fails at once instead
+  // of at the timeout, where the group can tell (CPU replicas). Starting()
+  // readmits every replica (before a new round of replica functions).
+  virtual void Returned(int /*local_rank*/) {}
+  virtual void Starting() {}
 };
 
 }  // namespace mirrored

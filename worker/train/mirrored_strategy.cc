@@ -1,8 +1,10 @@
 #include "worker/train/mirrored_strategy.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "common/logging.h"
@@ -136,6 +139,19 @@ MirroredStrategy::~MirroredStrategy() {
 
 StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const ClusterConfig& config,
                                                                      const StrategyOptions& options) {
+  // A peer that dies leaves Gloo writing to a closed socket: SIGPIPE's
+  // default action would kill this task (exit 141, no message) before the
+  // failure could be reported as the peer's (exit 3). Unless the program
+  // chose a disposition of its own, writes fail with EPIPE instead.
+  struct sigaction pipe_action {};
+  if (sigaction(SIGPIPE, nullptr, &pipe_action) == 0 && pipe_action.sa_handler == SIG_DFL &&
+      !(pipe_action.sa_flags & SA_SIGINFO)) {
+    signal(SIGPIPE, SIG_IGN);
+  }
+  if (const char* token = std::getenv(kJobTokenVariable); token != nullptr && *token != '\0' && options.job_token.empty()) {
+    MIRRORED_LOG(WARNING) << kJobTokenVariable << " is set but StrategyOptions::job_token is empty: this task "
+                          << "presents no token (start from StrategyOptions::FromEnvironment())";
+  }
   std::unique_ptr<MirroredStrategy> s(new MirroredStrategy());
   s->options_ = options;
   s->task_name_ = config.task.ToString();
@@ -400,9 +416,10 @@ void MirroredStrategy::OnJobError(const Status& error) {
   std::unique_lock<std::mutex> lock(mu_);
   if (!busy_) return;
   if (cv_.wait_for(lock, options_.abort_grace, [&] { return !busy_; })) return;
-  const std::string msg = "mirrored-worker: " + task_name_ + ": error: " + error.message() +
-                          " (collectives did not stop within " + std::to_string(options_.abort_grace.count()) +
-                          " ms of the abort; exiting)\n";
+  // program_invocation_short_name: mirrored-worker, or a user's own trainer.
+  const std::string msg = std::string(program_invocation_short_name) + ": " + task_name_ + ": error: " +
+                          error.message() + " (the replica threads did not return within " +
+                          std::to_string(options_.abort_grace.count()) + " ms of the abort; exiting)\n";
   (void)!write(STDERR_FILENO, msg.data(), msg.size());
   _exit(ExitCodeFor(error.code() == StatusCode::kOk ? AbortedError("") : error));
 }
@@ -433,17 +450,28 @@ Status MirroredStrategy::RunReplicas(const std::function<Status(ReplicaContext&)
     busy_ = true;
   }
   std::vector<Status> results(static_cast<size_t>(local_replicas_));
+  replicas_->Starting();
   std::vector<std::thread> threads;
-  for (int r = 0; r < local_replicas_; ++r) {
-    threads.emplace_back([&, r] {
-      const int gpu = devices_.gpu ? devices_.gpus[static_cast<size_t>(r)] : -1;
-      ReplicaContext ctx(r, &replicas_->replica(r), gpu);
-      // The thread's own device, once, before the replica creates anything.
-      Status s = gpu >= 0 ? BindThreadToGpu(gpu) : OkStatus();
-      if (s.ok()) s = RunReplica(fn, ctx);
-      if (!s.ok()) replicas_->Abort(s);  // the other local replicas stop waiting
-      results[static_cast<size_t>(r)] = s;
-    });
+  Status start_error;
+  for (int r = 0; r < local_replicas_ && start_error.ok(); ++r) {
+    try {
+      threads.emplace_back([&, r] {
+        const int gpu = devices_.gpu ? devices_.gpus[static_cast<size_t>(r)] : -1;
+        ReplicaContext ctx(r, &replicas_->replica(r), gpu);
+        // The thread's own device, once, before the replica creates anything.
+        Status s = gpu >= 0 ? BindThreadToGpu(gpu) : OkStatus();
+        if (s.ok()) s = RunReplica(fn, ctx);
+        if (!s.ok()) replicas_->Abort(s);  // the other local replicas stop waiting
+        replicas_->Returned(r);            // and do not wait for it in a later collective
+        results[static_cast<size_t>(r)] = s;
+      });
+    } catch (const std::system_error& e) {
+      // Out of threads (ulimit -u, memory): the replicas started so far
+      // must not wait for the others.
+      start_error = UnavailableError("cannot start the thread of local replica " + std::to_string(r) + " of " +
+                                     std::to_string(local_replicas_) + ": " + e.what());
+      replicas_->Abort(start_error);
+    }
   }
   for (auto& t : threads) t.join();
   {
@@ -451,6 +479,7 @@ Status MirroredStrategy::RunReplicas(const std::function<Status(ReplicaContext&)
     busy_ = false;
   }
   cv_.notify_all();
+  if (!start_error.ok()) return start_error;
   // A lost connection usually means a peer died: the coordination service
   // knows who within its detection time. Wait (bounded) for that verdict so
   // the error names the failed task instead of blaming this one.

@@ -5,7 +5,9 @@
 // local replica. A user's own training loop is written against it
 // (examples/custom_training_loop.cc); the built-in trainer uses it too.
 //
-//   MIRRORED_ASSIGN_OR_RETURN(auto strategy, MirroredStrategy::Create(config, {.cpu_replicas = 2}));
+//   StrategyOptions options = StrategyOptions::FromEnvironment();   // the launcher's job token, restarts
+//   options.cpu_replicas = 2;
+//   MIRRORED_ASSIGN_OR_RETURN(auto strategy, MirroredStrategy::Create(config, options));
 //   Status s = strategy->RunReplicas([&](ReplicaContext& replica) -> Status {
 //     ... replica.communicator().AllReduce(grads, n, ReduceOp::kSum) ...
 //   });
@@ -25,7 +27,9 @@
 // returns Aborted naming the failed task, and RunReplicas returns it (exit
 // code 3). A replica stuck where an abort cannot reach (inside a transport
 // call) is not waited for forever: the process exits with that error after
-// `abort_grace`.
+// `abort_grace`. Create ignores SIGPIPE unless the program set its own
+// handling: a write to a dead peer's socket then fails with EPIPE (a peer
+// failure, exit 3) instead of killing the process.
 #pragma once
 
 #include <chrono>
