@@ -106,6 +106,7 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
   std::vector<RunningTask> running(tasks.size());
   JobOutcome outcome;
   std::optional<Clock::time_point> kill_deadline;
+  std::optional<Clock::time_point> stop_at;  // a peer-failed exit: stop the rest then (peer_exit_wait)
   bool killed_all = false;
   Clock::time_point last_training_end = Clock::now();
 
@@ -206,7 +207,13 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
     }
     if (r.is_training) last_training_end = Clock::now();
     if (r.is_training && !r.exit.success() && !r.stopped_by_supervisor && !outcome.stop_signal) {
-      begin_stop(SIGTERM);
+      if (r.exit.exit_code == kExitPeerFailed && !kill_deadline) {
+        // The task it blames is ending too, with the real cause's code: let
+        // it (and the others) end by themselves first.
+        if (!stop_at) stop_at = Clock::now() + options_.peer_exit_wait;
+      } else {
+        begin_stop(SIGTERM);
+      }
     }
   };
 
@@ -272,6 +279,10 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
     }
     if (kill_deadline && !killed_all) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*kill_deadline - Clock::now());
+      timeout_ms = std::clamp<int>(static_cast<int>(left.count()) + 1, 0, timeout_ms);
+    }
+    if (stop_at && !kill_deadline) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*stop_at - Clock::now());
       timeout_ms = std::clamp<int>(static_cast<int>(left.count()) + 1, 0, timeout_ms);
     }
     int ready = poll(fds.data(), fds.size(), timeout_ms);
@@ -353,6 +364,14 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
         }
         begin_stop(SIGTERM);
       }
+    }
+    // Waited for the others to end by themselves after a peer-failed exit
+    // (or every training task has ended: only an evaluator is left).
+    if (stop_at && !kill_deadline) {
+      const bool training_over = std::all_of(running.begin(), running.end(), [](const RunningTask& t) {
+        return !t.launch->is_training || t.result.has_value();
+      });
+      if (training_over || Clock::now() >= *stop_at) begin_stop(SIGTERM);
     }
     if (kill_deadline && !killed_all && Clock::now() >= *kill_deadline) {
       signal_live(SIGKILL);

@@ -73,6 +73,12 @@ struct SupervisorOptions {
   // after every training task has exited 0 gets MIRRORED_TRAINING_ENDED=1:
   // the run directory's training-done record is this job's.
   int evaluator_restarts = 0;
+  // When the first training task to fail exited 3 ("stopped because another
+  // task failed"), the task it names is usually exiting with its own code a
+  // moment later: the others are left this long to end by themselves before
+  // they are stopped, so the report (and whether the job is restarted: exit
+  // 2 never is) goes by the root cause, not by which exit was reaped first.
+  std::chrono::milliseconds peer_exit_wait{5000};
 };
 
 class JobSupervisor {

@@ -129,7 +129,7 @@ TEST_F(JobSupervisorTest, AnOtherTaskThatExitsThreeIsNotLabelledAsStoppedByTheLa
 // A frozen task never exits by itself: its peer exits 3 first, naming it, and
 // the launcher kills the frozen one. The report points at the named task.
 TEST_F(JobSupervisorTest, ExitThreeFirstPointsAtTheTaskItNames) {
-  JobSupervisor supervisor(console_.get(), {.grace_period = 300ms});
+  JobSupervisor supervisor(console_.get(), {.grace_period = 300ms, .peer_exit_wait = 300ms});
   auto outcome = supervisor.Run(
       {Shell("worker:0", "echo 'error: task worker:1 failed at 2026-11-23T00:00:00Z: no heartbeat for 5000 ms'; "
                          "exit 3"),
@@ -142,9 +142,28 @@ TEST_F(JobSupervisorTest, ExitThreeFirstPointsAtTheTaskItNames) {
       << report;
 }
 
+// worker:1 fails with a configuration error (exit 2) and reports it;
+// worker:0 learns of it first and exits 3 before worker:1 has ended. The
+// launcher leaves worker:1 to end by itself: the job's code is its 2 (never
+// retried), not the 3 of the exit reaped first, and worker:1 is not
+// SIGTERMed as a bystander.
+TEST_F(JobSupervisorTest, AfterAnExitThreeTheTaskItNamesEndsWithItsOwnCode) {
+  ASSERT_EQ(mkfifo((dir_ / "fifo").c_str(), 0600), 0);
+  JobSupervisor supervisor(console_.get(), {.grace_period = 5s});
+  auto outcome = supervisor.Run(
+      {Shell("worker:0", "exec 3>\"$DIR/fifo\"; echo 'error: task worker:1 failed: --lr -1 must be positive'; exit 3"),
+       Shell("worker:1", "read x < \"$DIR/fifo\"; sleep 0.5; echo 'error: --lr -1 must be positive'; exit 2")});
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->exit_code, 2);
+  ASSERT_TRUE(outcome->first_failure.has_value());
+  EXPECT_EQ(outcome->first_failure->name, "worker:1");
+  EXPECT_FALSE(Result(*outcome, "worker:1").stopped_by_supervisor);
+  EXPECT_EQ(Result(*outcome, "worker:1").exit.exit_code, 2);
+}
+
 // A frozen chief: its peer blames the coordination service it hosts.
 TEST_F(JobSupervisorTest, ExitThreeFirstPointsAtAFrozenChief) {
-  JobSupervisor supervisor(console_.get(), {.grace_period = 300ms});
+  JobSupervisor supervisor(console_.get(), {.grace_period = 300ms, .peer_exit_wait = 300ms});
   auto outcome = supervisor.Run(
       {Shell("worker:0", "trap '' TERM; exec sleep 30"),
        Shell("worker:1", "echo 'error: the coordination service at 127.0.0.1:5 (hosted by task worker:0) has not "
