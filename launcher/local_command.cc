@@ -79,7 +79,7 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
     return e.rfind("OMP_NUM_THREADS=", 0) == 0;
   });
   options.omp_num_threads = user_threads != env.end() ? user_threads->substr(sizeof("OMP_NUM_THREADS"))
-                                                      : std::to_string(std::max(1, UsableCpuCores() / workers_));
+                                                      : std::to_string(std::max(1, UsableCpuCores() / std::max(1, workers_)));
 
   auto plan = PlanLocalJob(options);
   if (!plan.ok()) {
