@@ -51,6 +51,16 @@ int JobRunner::Run(const TaskFactory& tasks_for_generation) {
              "cannot fix");
       return outcome->exit_code;
     }
+    // Another host's task failed with a configuration error (the others
+    // here exited 3): it is not started again there, so a restart here
+    // would only wait for it until the registration timeout, K times.
+    const std::optional<BlamedTask> blamed =
+        outcome->first_failure ? BlamedBy(*outcome->first_failure) : std::nullopt;
+    if (blamed && blamed->configuration_error && generation < options_.max_restarts) {
+      Report("not restarting: " + blamed->task + " failed with bad usage or configuration (exit code 2 there), which "
+             "a restart cannot fix");
+      return outcome->exit_code;
+    }
     if (generation >= options_.max_restarts) {
       if (options_.max_restarts > 0) {
         Report("giving up after " + std::to_string(options_.max_restarts) + " restart" +

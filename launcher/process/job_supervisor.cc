@@ -427,6 +427,26 @@ bool Preempted(const TaskResult& r) {
 
 }  // namespace
 
+std::optional<BlamedTask> BlamedBy(const TaskResult& result) {
+  if (result.exit.exit_code != kExitPeerFailed) return std::nullopt;
+  static const std::regex kNamed(
+      R"(task ([a-z]+:[0-9]+) failed(?: at \S+: exited with error: ([A-Z_]+): )?|hosted by task ([a-z]+:[0-9]+)\) has not answered)");
+  for (auto it = result.last_lines.rbegin(); it != result.last_lines.rend(); ++it) {
+    std::smatch m;
+    if (!std::regex_search(*it, m, kNamed)) continue;
+    BlamedTask blamed{.task = m[1].matched ? m[1].str() : m[3].str()};
+    if (blamed.task == result.name) continue;
+    if (m[2].matched) {
+      for (int c = 0; c <= static_cast<int>(StatusCode::kUnauthenticated); ++c) {
+        const auto code = static_cast<StatusCode>(c);
+        if (StatusCodeName(code) == m[2].str()) blamed.configuration_error = ExitCodeFor(Status(code, "")) == kExitUsage;
+      }
+    }
+    return blamed;
+  }
+  return std::nullopt;
+}
+
 std::string FormatFailureReport(const JobOutcome& outcome) {
   std::ostringstream out;
   if (outcome.stop_signal) {
@@ -453,17 +473,9 @@ std::string FormatFailureReport(const JobOutcome& outcome) {
     // Exit 3 first: the task that failed was stopped by the launcher (frozen,
     // or still running) before it could exit on its own. Its peer's own
     // message names it.
-    if (f.exit.exit_code == kExitPeerFailed) {
-      static const std::regex kNamed(R"(task ([a-z]+:[0-9]+) failed|hosted by task ([a-z]+:[0-9]+)\) has not answered)");
-      for (auto it = f.last_lines.rbegin(); it != f.last_lines.rend(); ++it) {
-        std::smatch m;
-        if (!std::regex_search(*it, m, kNamed)) continue;
-        const std::string named = m[1].matched ? m[1].str() : m[2].str();
-        if (named != f.name) {
-          out << "  (exit 3: it stopped because another task failed; it names " << named << ")\n";
-          break;
-        }
-      }
+    if (std::optional<BlamedTask> blamed = BlamedBy(f)) {
+      out << "  (exit 3: it stopped because another task failed; it names " << blamed->task
+          << (blamed->configuration_error ? ", whose error is one of usage or configuration" : "") << ")\n";
     }
   }
   for (const auto& r : outcome.tasks) {

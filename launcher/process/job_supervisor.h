@@ -108,4 +108,15 @@ class JobSupervisor {
 // its last lines. Empty when the job succeeded.
 std::string FormatFailureReport(const JobOutcome& outcome);
 
+// For a task that exited 3 ("stopped because another task failed"): the
+// task its last lines name, and whether that task's own error, as the
+// coordination service relayed it ("task worker:1 failed at ...: exited with
+// error: NOT_FOUND: ..."), was bad usage or configuration (exit code 2 there:
+// no restart fixes it). nullopt when no other task is named.
+struct BlamedTask {
+  std::string task;
+  bool configuration_error = false;
+};
+std::optional<BlamedTask> BlamedBy(const TaskResult& result);
+
 }  // namespace mirrored

@@ -80,6 +80,36 @@ TEST_F(JobRunnerTest, ConfigurationErrorsAreNotRetried) {
   EXPECT_NE(Console().find("not restarting: exit code 2"), std::string::npos);
 }
 
+// Cluster mode: this host's task exited 3 because a task on another host
+// failed with a configuration error. That one is not started again, so a
+// restart here would wait for it until the registration timeout: not
+// restarted. A peer's other failures still are.
+TEST_F(JobRunnerTest, APeersConfigurationErrorIsNotRetriedHere) {
+  JobRunner runner(supervisor_.get(), console_.get(), {.max_restarts = 3});
+  EXPECT_EQ(runner.Run(Factory([](int) {
+              return "echo 'mirrored-worker: worker:1: error: task worker:7 failed at 2026-11-23T08:28:45.836Z: "
+                     "exited with error: NOT_FOUND: /nonexistent/train-images-idx3-ubyte.gz: no such file'; exit 3";
+            })),
+            3);
+  EXPECT_EQ(runner.generations_run(), 1);
+  std::string out = Console();
+  EXPECT_NE(out.find("(exit 3: it stopped because another task failed; it names worker:7, whose error is one of "
+                     "usage or configuration)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("not restarting: worker:7 failed with bad usage or configuration (exit code 2 there)"),
+            std::string::npos)
+      << out;
+
+  JobRunner again(supervisor_.get(), console_.get(), {.max_restarts = 1});
+  EXPECT_EQ(again.Run(Factory([](int) {
+              return "echo 'mirrored-worker: worker:1: error: task worker:7 failed at 2026-11-23T08:28:45.836Z: "
+                     "exited with error: INTERNAL: out of memory'; exit 3";
+            })),
+            3);
+  EXPECT_EQ(again.generations_run(), 2);
+}
+
 TEST_F(JobRunnerTest, StartErrorsGiveExitCodeTwo) {
   JobRunner runner(supervisor_.get(), console_.get(), {.max_restarts = 3});
   int code = runner.Run([](int) {
