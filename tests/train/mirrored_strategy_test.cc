@@ -6,7 +6,11 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <future>
+#include <thread>
+
 #include "common/cluster/tf_config_parser.h"
+#include "launcher/job/port_reservation.h"
 
 namespace mirrored {
 namespace {
@@ -78,6 +82,61 @@ TEST(MirroredStrategyTest, ReplicaFunctionsRunAgainAfterReturningTogether) {
     for (float sum : sums) EXPECT_EQ(sum, static_cast<float>(3 * round + 3)) << "round " << round;
   }
 }
+
+// Two tasks (threads of this process); worker:1 stays in its own code
+// instead of making its third all-reduce. worker:0's timeout names it, from
+// the collective counts their heartbeats report: worker:1 is alive, at 2.
+// With 2 replicas a task, the error is still the cross-process operation's,
+// not its second replica's "waited for local replica 0".
+class CollectiveTimeoutTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(CollectiveTimeoutTest, NamesTheTaskThatNeverStartedIt) {
+  auto p0 = PortReservation::Reserve();
+  auto p1 = PortReservation::Reserve();
+  ASSERT_TRUE(p0.ok() && p1.ok());
+  std::promise<void> timed_out;
+  std::shared_future<void> released = timed_out.get_future().share();
+  std::vector<Status> results(2);
+  std::vector<std::thread> tasks;
+  for (int index = 0; index < 2; ++index) {
+    tasks.emplace_back([&, index] {
+      auto config = ParseTfConfig(R"({"cluster":{"worker":[")" + p0->address() + R"(",")" + p1->address() +
+                                  R"("]},"task":{"type":"worker","index":)" + std::to_string(index) + "}}");
+      ASSERT_TRUE(config.ok()) << config.status();
+      StrategyOptions so = CpuReplicas(GetParam());
+      so.job_token = "behind";
+      so.registration_timeout = 20s;
+      so.collective_timeout = 2s;
+      so.heartbeat_interval = 200ms;
+      so.heartbeat_timeout = 1s;
+      auto strategy = MirroredStrategy::Create(*config, so);
+      ASSERT_TRUE(strategy.ok()) << strategy.status();
+      results[index] = (*strategy)->RunReplicas([&](ReplicaContext& replica) -> Status {
+        for (int step = 0; step < 3; ++step) {
+          if (index == 1 && step == 2) released.wait();  // "busy in its own code" until worker:0 has failed
+          std::vector<float> v = {1.0f};
+          MIRRORED_RETURN_IF_ERROR(replica.SumAcrossReplicas(v));
+        }
+        return OkStatus();
+      });
+      if (index == 0) {
+        (*strategy)->ReportError(results[0]);
+        timed_out.set_value();
+      }
+    });
+  }
+  for (auto& t : tasks) t.join();
+  EXPECT_EQ(results[0].code(), StatusCode::kDeadlineExceeded) << results[0];
+  EXPECT_NE(results[0].message().find("(this task's collective #3; never started by worker:1 (at 2 collectives, "
+                                      "unchanged for"),
+            std::string::npos)
+      << results[0];
+  EXPECT_NE(results[0].message().find("alive, so busy or stuck in its own code"), std::string::npos) << results[0];
+  EXPECT_EQ(results[0].message().find("waited"), std::string::npos) << results[0];
+  EXPECT_FALSE(results[1].ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(ReplicasPerTask, CollectiveTimeoutTest, ::testing::Values(1, 2));
 
 }  // namespace
 }  // namespace mirrored

@@ -70,6 +70,7 @@ Status CpuReplicaGroup::Describe(const Status& s, const Post& post,
 
 Status CpuReplicaGroup::Run(int local_rank, Post post) {
   post.seq = ++seq_[local_rank];
+  if (local_rank == 0 && options_.collectives_started) options_.collectives_started->fetch_add(1);
   const auto start = std::chrono::steady_clock::now();
   Status s = RunCollective(local_rank, post, start + options_.timeout);
   if (!s.ok()) {
@@ -129,6 +130,12 @@ Status CpuReplicaGroup::RunCollective(int lr, const Post& post, PhaseBarrier::Cl
   }
   MIRRORED_RETURN_IF_ERROR(barrier_.Arrive(lr, deadline));  // B2
 
+  // B3 waits for replica 0's cross-process operation, which has a timeout
+  // of its own from its start (now): the others wait that long and a second
+  // more, so the error that surfaces is that operation's, not "waited for
+  // local replica 0".
+  const auto cross_deadline =
+      std::max(deadline, PhaseBarrier::Clock::now() + options_.timeout + std::chrono::seconds(1));
   if (lr == 0) {
     cross_status_ = OkStatus();
     if (cross_ != nullptr && cross_->size() > 1) {
@@ -145,7 +152,7 @@ Status CpuReplicaGroup::RunCollective(int lr, const Post& post, PhaseBarrier::Cl
       }
     }
   }
-  MIRRORED_RETURN_IF_ERROR(barrier_.Arrive(lr, deadline));  // B3
+  MIRRORED_RETURN_IF_ERROR(barrier_.Arrive(lr, cross_deadline));  // B3
   if (!cross_status_.ok()) return cross_status_;
   if (post.kind == Kind::kBarrier) return OkStatus();
 

@@ -37,6 +37,10 @@ struct CpuReplicaGroupOptions {
   std::vector<int> replicas_per_process = {1};
   int process_rank = 0;
   std::chrono::milliseconds timeout{300000};  // per operation (the watchdog)
+  // Counts the operations local replica 0 starts (null: not counted); the
+  // coordination agent reports it with its heartbeats, so a task whose
+  // operation timed out can tell which tasks never started it.
+  std::shared_ptr<std::atomic<uint64_t>> collectives_started = nullptr;
 };
 
 class CpuReplicaGroup final : public ReplicaGroup {

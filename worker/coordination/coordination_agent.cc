@@ -276,6 +276,7 @@ void CoordinationAgent::HeartbeatLoop() {
     rpc::HeartbeatRequest req;
     req.set_task(options_.task_name);
     req.set_incarnation(incarnation_);
+    if (options_.collectives_started) req.set_collectives(options_.collectives_started->load());
     const Status s = client_.Heartbeat(req, options_.heartbeat_timeout_ms);
     if (s.ok()) {
       last_ok = Now();
@@ -403,6 +404,13 @@ StatusOr<std::string> CoordinationAgent::KeyValueGet(const std::string& key, int
   StatusOr<std::string> v = client_.KeyValueGet(req, timeout_ms + options_.rpc_timeout_ms);
   if (!v.ok()) return Explain(v.status());
   return v;
+}
+
+StatusOr<rpc::ProgressResponse> CoordinationAgent::Progress() {
+  MIRRORED_RETURN_IF_ERROR(CheckConnected());
+  StatusOr<rpc::ProgressResponse> p = client_.Progress(options_.rpc_timeout_ms);
+  if (!p.ok()) return Explain(p.status());
+  return p;
 }
 
 StatusOr<std::string> CoordinationAgent::KeyValueTryGet(const std::string& key) {

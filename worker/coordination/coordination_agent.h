@@ -71,6 +71,9 @@ struct CoordinationAgentOptions {
   // The clock by which the agent tells that its own process did not run
   // (a seam for tests); empty: CLOCK_BOOTTIME (which counts a suspend).
   std::function<std::chrono::steady_clock::time_point()> clock;
+  // How many collectives this task has started (its first replica's), sent
+  // with every heartbeat for Progress(); null: 0.
+  std::shared_ptr<const std::atomic<uint64_t>> collectives_started;
 };
 
 class CoordinationAgent {
@@ -114,6 +117,9 @@ class CoordinationAgent {
   Status WaitForKeys(const std::vector<std::string>& keys, int64_t timeout_ms);
   // DeadlineExceeded naming the tasks that did not arrive.
   Status Barrier(const std::string& name, int64_t timeout_ms);
+  // Every training task's collective count as of its last heartbeat (the
+  // service's view; see CoordinationService::Progress).
+  StatusOr<rpc::ProgressResponse> Progress();
 
   // This task failed: tells the service (so every peer learns it) and enters
   // kError with `error`. Returns the RPC's status.

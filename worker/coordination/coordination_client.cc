@@ -87,6 +87,13 @@ Status CoordinationClient::Heartbeat(const rpc::HeartbeatRequest& req, int64_t t
   return Call("Heartbeat", &rpc::CoordinationService::Stub::Heartbeat, req, &resp, timeout_ms);
 }
 
+StatusOr<rpc::ProgressResponse> CoordinationClient::Progress(int64_t timeout_ms) {
+  rpc::ProgressRequest req;
+  rpc::ProgressResponse resp;
+  MIRRORED_RETURN_IF_ERROR(Call("Progress", &rpc::CoordinationService::Stub::Progress, req, &resp, timeout_ms));
+  return resp;
+}
+
 Status CoordinationClient::PollForError(const rpc::PollForErrorRequest& req,
                                         const std::function<void()>& on_open) {
   grpc::ClientContext ctx;

@@ -40,6 +40,7 @@ class CoordinationClient {
   // Register waits for the service to come up (wait_for_ready).
   StatusOr<rpc::RegisterResponse> Register(const rpc::RegisterRequest& req, int64_t timeout_ms);
   Status Heartbeat(const rpc::HeartbeatRequest& req, int64_t timeout_ms);
+  StatusOr<rpc::ProgressResponse> Progress(int64_t timeout_ms);
   // Blocks for the whole poll; `on_open` runs once the service holds it.
   Status PollForError(const rpc::PollForErrorRequest& req, const std::function<void()>& on_open);
   Status ReportError(const rpc::ReportErrorRequest& req, int64_t timeout_ms);

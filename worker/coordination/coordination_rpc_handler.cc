@@ -167,7 +167,23 @@ grpc::ServerUnaryReactor* CoordinationRpcHandler::Heartbeat(grpc::CallbackServer
                                                             rpc::HeartbeatResponse*) {
   auto* reactor = ctx->DefaultReactor();
   if (!Authenticate(ctx, reactor)) return reactor;
-  reactor->Finish(ToGrpcStatus(service_->Heartbeat(req->task(), req->incarnation())));
+  reactor->Finish(ToGrpcStatus(service_->Heartbeat(req->task(), req->incarnation(), req->collectives())));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CoordinationRpcHandler::Progress(grpc::CallbackServerContext* ctx,
+                                                           const rpc::ProgressRequest*,
+                                                           rpc::ProgressResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (!Authenticate(ctx, reactor)) return reactor;
+  for (const CoordinationService::TaskProgress& p : service_->Progress()) {
+    rpc::TaskProgress* t = resp->add_tasks();
+    t->set_task(p.task);
+    t->set_collectives(p.collectives);
+    t->set_ms_since_heartbeat(p.ms_since_heartbeat);
+    t->set_ms_since_progress(p.ms_since_progress);
+  }
+  reactor->Finish(grpc::Status::OK);
   return reactor;
 }
 

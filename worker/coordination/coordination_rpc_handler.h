@@ -42,6 +42,8 @@ class CoordinationRpcHandler final : public rpc::CoordinationService::CallbackSe
   grpc::ServerUnaryReactor* KeyValueSet(grpc::CallbackServerContext* ctx,
                                         const rpc::KeyValueSetRequest* req,
                                         rpc::KeyValueSetResponse* resp) override;
+  grpc::ServerUnaryReactor* Progress(grpc::CallbackServerContext* ctx, const rpc::ProgressRequest* req,
+                                     rpc::ProgressResponse* resp) override;
   grpc::ServerUnaryReactor* KeyValueGet(grpc::CallbackServerContext* ctx,
                                         const rpc::KeyValueGetRequest* req,
                                         rpc::KeyValueGetResponse* resp) override;

@@ -314,13 +314,31 @@ void CoordinationService::CompleteRegistrationLocked(Deferred* deferred) {
   pending_registrations_.clear();
 }
 
-Status CoordinationService::Heartbeat(const std::string& task, uint64_t incarnation) {
+Status CoordinationService::Heartbeat(const std::string& task, uint64_t incarnation, uint64_t collectives) {
   std::lock_guard<std::mutex> lock(mu_);
   int index;
   MIRRORED_RETURN_IF_ERROR(CheckCallerLocked(task, incarnation, &index));
   if (job_error_) return *job_error_;
-  tasks_[index].last_heartbeat_ms = options_.now_ms();
+  Task& t = tasks_[index];
+  t.last_heartbeat_ms = options_.now_ms();
+  if (collectives != t.collectives || t.progress_ms == 0) {
+    t.collectives = collectives;
+    t.progress_ms = t.last_heartbeat_ms;
+  }
   return OkStatus();
+}
+
+std::vector<CoordinationService::TaskProgress> CoordinationService::Progress() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = options_.now_ms();
+  std::vector<TaskProgress> out;
+  for (const Task& t : tasks_) {
+    out.push_back({.task = t.name,
+                   .collectives = t.collectives,
+                   .ms_since_heartbeat = t.last_heartbeat_ms > 0 ? now - t.last_heartbeat_ms : -1,
+                   .ms_since_progress = t.progress_ms > 0 ? now - t.progress_ms : -1});
+  }
+  return out;
 }
 
 uint64_t CoordinationService::PollForErrorAsync(const std::string& task, uint64_t incarnation,

@@ -116,7 +116,19 @@ class CoordinationService {
   // Errors: InvalidArgument (unknown task); FailedPrecondition (not
   // registered); Aborted (the job error; or the caller's incarnation is
   // stale, i.e. another process took its place).
-  Status Heartbeat(const std::string& task, uint64_t incarnation);
+  // `collectives`: how many collectives the task has started (see
+  // Progress); 0 when unknown.
+  Status Heartbeat(const std::string& task, uint64_t incarnation, uint64_t collectives = 0);
+
+  // Every training task's last reported collective count, and how long ago
+  // it heartbeat and its count last changed (in task order).
+  struct TaskProgress {
+    std::string task;
+    uint64_t collectives = 0;
+    int64_t ms_since_heartbeat = 0;
+    int64_t ms_since_progress = 0;
+  };
+  std::vector<TaskProgress> Progress() const;
 
   // Long poll: `done` gets the job error (Aborted) when any task fails, or OK
   // once the exit barrier completes. Returns a poll id for CancelPoll.
@@ -181,6 +193,8 @@ class CoordinationService {
     uint64_t incarnation = 0;
     int device_count = 0;
     int64_t last_heartbeat_ms = 0;
+    uint64_t collectives = 0;    // as its last heartbeat said
+    int64_t progress_ms = 0;     // when `collectives` last changed
     std::string host;  // the registered process's (PeerHost), "" when unknown
   };
   struct Poll {

@@ -223,6 +223,7 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
     ao.restarted = options.restarted && !(config.task == chief);
     // SIGTERM from the launcher (stopping the job) ends that wait.
     ao.stop_waiting = [] { return Preemption::Requested(); };
+    ao.collectives_started = s->collectives_started_;
     s->agent_ = std::make_unique<co::CoordinationAgent>(ao);
     MirroredStrategy* raw = s.get();
     s->agent_->SetErrorCallback([raw](const Status& e) { raw->OnJobError(e); });
@@ -282,7 +283,11 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
     return s;
   }
   auto group = std::make_unique<CpuReplicaGroup>(
-      CpuReplicaGroupOptions{replicas_per_process, process_rank, options.collective_timeout}, s->process_group_.get());
+      CpuReplicaGroupOptions{.replicas_per_process = replicas_per_process,
+                             .process_rank = process_rank,
+                             .timeout = options.collective_timeout,
+                             .collectives_started = s->collectives_started_},
+      s->process_group_.get());
   {
     std::lock_guard<std::mutex> lock(s->mu_);  // OnJobError may read replicas_ from the agent's thread
     s->replicas_ = std::move(group);
@@ -490,6 +495,13 @@ Status MirroredStrategy::RunReplicas(const std::function<Status(ReplicaContext&)
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, options_.heartbeat_timeout + std::chrono::seconds(1), [&] { return !job_error_.ok(); });
   }
+  // A collective timed out and no task failed: say which tasks never
+  // started it (they are alive: busy or stuck outside the collectives, or
+  // in an earlier one), from the counts their heartbeats report.
+  if (agent_ && job_error().ok()) {
+    for (Status& s : results)
+      if (s.code() == StatusCode::kDeadlineExceeded) s = WithTasksBehind(s);
+  }
   // A configuration error this task found itself (the replicas diverged
   // under --lr, tasks disagree on a flag) is reached by every task alike: a
   // peer's report of the same error arriving first must not turn it into
@@ -504,6 +516,26 @@ Status MirroredStrategy::RunReplicas(const std::function<Status(ReplicaContext&)
   for (const Status& s : results)
     if (!s.ok()) return s;
   return OkStatus();
+}
+
+Status MirroredStrategy::WithTasksBehind(const Status& timeout) const {
+  StatusOr<coordination::rpc::ProgressResponse> progress = agent_->Progress();
+  const uint64_t mine = collectives_started_->load();
+  if (!progress.ok() || mine == 0) return timeout;
+  auto ago = [](int64_t ms) { return SecondsText(std::chrono::milliseconds(std::max<int64_t>(0, ms))); };
+  std::ostringstream behind;
+  int count = 0;
+  for (const auto& t : progress->tasks()) {
+    if (t.task() == task_name_ || t.collectives() >= mine) continue;
+    behind << (count++ ? ", " : "") << t.task() << " (at " << t.collectives() << " collectives, unchanged for "
+           << ago(t.ms_since_progress()) << "; last heartbeat " << ago(t.ms_since_heartbeat()) << " ago)";
+  }
+  const std::string what =
+      count == 0 ? " (as their heartbeats say, every task has started it: the transport between them failed, or a "
+                   "task stopped inside it)"
+                 : " (this task's collective #" + std::to_string(mine) + "; never started by " + behind.str() +
+                       ": alive, so busy or stuck in its own code, or waiting in another collective)";
+  return Status(timeout.code(), timeout.message() + what);
 }
 
 Status MirroredStrategy::Shutdown() {

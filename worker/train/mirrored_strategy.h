@@ -32,6 +32,7 @@
 // failure, exit 3) instead of killing the process.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -186,6 +187,9 @@ class MirroredStrategy {
   // Every task runs the same kind of replica (GPU or CPU): each publishes
   // its kind in the key-value store and reads everyone's.
   Status CheckSameDeviceKind(const std::vector<std::string>& tasks);
+  // `timeout` (a collective's DeadlineExceeded) with the tasks that, as the
+  // coordination service last heard, never started that collective.
+  Status WithTasksBehind(const Status& timeout) const;
   // NCCL communicators for the local GPUs (every task's GPUs join).
   Status CreateNcclReplicas(const std::string& unique_id);
 
@@ -212,6 +216,8 @@ class MirroredStrategy {
   // thread), so that an abort in progress keeps the group alive while the
   // strategy is being destroyed; set under mu_ before replicas run.
   std::shared_ptr<ReplicaGroup> replicas_;
+  // Collectives this task has started (CPU replicas), sent with heartbeats.
+  std::shared_ptr<std::atomic<uint64_t>> collectives_started_ = std::make_shared<std::atomic<uint64_t>>(0);
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
