@@ -124,7 +124,8 @@ class LaunchRealWorkerTest : public ::testing::Test {
     argv.insert(argv.end(), launcher_flags.begin(), launcher_flags.end());
     const std::string steps = std::to_string(max_steps);
     for (const std::string& a : {std::string("--"), std::string("--model"), std::string("mlp"),
-                                 std::string("--max-steps"), steps, std::string("--checkpoint-every"),
+                                 std::string("--max-steps"), steps, std::string("--epochs"), std::string("1000"),
+                                 std::string("--checkpoint-every"),
                                  std::string("10"), std::string("--log-every"), std::string("1"),
                                  std::string("--no-validate")})
       argv.push_back(a);
