@@ -27,7 +27,11 @@ int main(int argc, char** argv) {
   int replicas = 2, steps = 200;
   std::string device = "cpu";
   for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i], value = i + 1 < argc ? argv[i + 1] : "";
+    std::string flag = argv[i], value = i + 1 < argc ? argv[i + 1] : "";
+    if (const size_t eq = flag.find('='); flag.starts_with("--") && eq != std::string::npos) {
+      value = flag.substr(eq + 1);  // --steps=5
+      flag.resize(eq);
+    }
     if (flag == "--help" || flag == "--version") {
       std::printf("custom_training_loop %s: [--cpu-replicas N] [--steps N] [--device auto|cpu|gpu]\n", kVersion);
       return 0;
@@ -101,5 +105,7 @@ int main(int argc, char** argv) {
     (*strategy)->ReportError(status);  // the other tasks name this error, not a lost connection
     return Fail(status);
   }
-  return ExitCodeFor((*strategy)->Shutdown());
+  // The exit barrier: the chief's coordination service outlives the others.
+  if (Status done = (*strategy)->Shutdown(); !done.ok()) return Fail(done);
+  return 0;
 }
