@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <future>
+#include <stdexcept>
 #include <thread>
 
 #include "common/cluster/tf_config_parser.h"
@@ -47,6 +48,23 @@ TEST(MirroredStrategyTest, CreateIgnoresSigpipeUnlessTheProgramHandlesIt) {
   ASSERT_TRUE(strategy.ok()) << strategy.status();
   EXPECT_EQ(Disposition(), &OnSigpipe);
   signal(SIGPIPE, SIG_DFL);
+}
+
+// Gloo's transport thread throws when a peer's message does not fit the
+// operation posted here (another size at the same point): the process ends
+// (nothing can catch it), but says what that means first.
+TEST(MirroredStrategyDeathTest, AnExceptionInALibraryThreadIsExplained) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        auto strategy = MirroredStrategy::Create(SingleLocalTaskConfig("test"), CpuReplicas(1));
+        std::thread([] {
+          throw std::runtime_error("[enforce fail at ./gloo/transport/tcp/pair.cc:510] op.preamble.length <= "
+                                   "op.nbytes. 20 vs 16");
+        }).join();
+      },
+      "worker:0: fatal: uncaught exception: .*enforce fail.* \\(Gloo received a message that does not fit the "
+      "operation posted here");
 }
 
 // Replica 1 returns while replica 0 makes one more collective: Internal at

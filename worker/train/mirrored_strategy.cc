@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -137,6 +138,39 @@ MirroredStrategy::~MirroredStrategy() {
   service_.reset();
 }
 
+namespace {
+
+// An exception escaping a thread this program does not run its own code on
+// (Gloo's transport thread: a message of another size than the operation
+// posted here) ends the process; say what that usually means before the
+// standard handler prints the exception.
+std::terminate_handler g_previous_terminate = nullptr;
+std::string g_task_for_terminate;
+
+[[noreturn]] void OnTerminate() {
+  std::string what = "no exception";
+  if (std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      what = ex.what();
+    } catch (...) {
+      what = "an exception of unknown type";
+    }
+  }
+  const std::string msg = std::string(program_invocation_short_name) + ": " + g_task_for_terminate +
+                          ": fatal: uncaught exception: " + what +
+                          (what.find("enforce fail") != std::string::npos
+                               ? " (Gloo received a message that does not fit the operation posted here: the tasks "
+                                 "called collectives of different sizes or kinds at the same point)\n"
+                               : "\n");
+  (void)!write(STDERR_FILENO, msg.data(), msg.size());
+  if (g_previous_terminate != nullptr) g_previous_terminate();
+  std::abort();
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const ClusterConfig& config,
                                                                      const StrategyOptions& options) {
   // A peer that dies leaves Gloo writing to a closed socket: SIGPIPE's
@@ -155,6 +189,11 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
   std::unique_ptr<MirroredStrategy> s(new MirroredStrategy());
   s->options_ = options;
   s->task_name_ = config.task.ToString();
+  static std::once_flag terminate_installed;
+  std::call_once(terminate_installed, [&] {
+    g_task_for_terminate = s->task_name_;
+    g_previous_terminate = std::set_terminate(&OnTerminate);
+  });
   // Decided before joining: a task that cannot run its replicas fails now
   // (exit 2) and the launcher stops the others.
   GpuProbe probe;  // a CPU-only task never initialises the CUDA runtime
