@@ -146,6 +146,7 @@ Status NcclCommunicator::AbortReason() {
 
 Status NcclCommunicator::Run(Op op) {
   op.seq = ++seq_;
+  if (started_) started_->fetch_add(1);
   const auto start = std::chrono::steady_clock::now();
   Status s;
   if (abort_state_->aborted.load()) {

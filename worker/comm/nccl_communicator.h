@@ -82,6 +82,10 @@ class NcclCommunicator : public Communicator {
   // after a successful ncclCommFinalize (no operation may be in flight).
   void AbortNccl();
   void ReleaseNccl();
+  // Counts the operations this communicator starts into `counter` (null:
+  // none), for the coordination agent's heartbeats. Set before the first.
+  void CountStartedOperations(std::shared_ptr<std::atomic<uint64_t>> counter) { started_ = std::move(counter); }
+
   // The raw handle, for group calls (finalize); null once aborted/released.
   ncclComm_t comm_for_group() const { return comm_; }
   // ncclCommGetAsyncError under the handle lock; ncclInvalidUsage once the
@@ -120,6 +124,7 @@ class NcclCommunicator : public Communicator {
   std::shared_ptr<NcclAbortState> abort_state_;
   std::function<void(const Status&)> abort_group_;
   unsigned long long seq_ = 0;  // only the replica's own thread touches it
+  std::shared_ptr<std::atomic<uint64_t>> started_;
 
   // Guards comm_: ncclCommAbort frees it, so no NCCL call may use the handle
   // concurrently with (or after) the abort.

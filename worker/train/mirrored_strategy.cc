@@ -425,6 +425,7 @@ Status MirroredStrategy::CreateNcclReplicas(const std::string& unique_id) {
     if (Status e = job_error(); !e.ok()) return e;
     return group.status();
   }
+  (*group)->replica(0).CountStartedOperations(collectives_started_);  // reported with the heartbeats
   std::lock_guard<std::mutex> lock(mu_);
   replicas_ = std::move(group).value();
   return OkStatus();

@@ -216,7 +216,7 @@ class MirroredStrategy {
   // thread), so that an abort in progress keeps the group alive while the
   // strategy is being destroyed; set under mu_ before replicas run.
   std::shared_ptr<ReplicaGroup> replicas_;
-  // Collectives this task has started (CPU replicas), sent with heartbeats.
+  // Collectives this task has started (its first replica's), sent with heartbeats.
   std::shared_ptr<std::atomic<uint64_t>> collectives_started_ = std::make_shared<std::atomic<uint64_t>>(0);
 
   mutable std::mutex mu_;
