@@ -571,8 +571,9 @@ Status MirroredStrategy::WithTasksBehind(const Status& timeout) const {
            << ago(t.ms_since_progress()) << "; last heartbeat " << ago(t.ms_since_heartbeat()) << " ago)";
   }
   const std::string what =
-      count == 0 ? " (as their heartbeats say, every task has started it: the transport between them failed, or a "
-                   "task stopped inside it)"
+      count == 0 ? " (as their heartbeats say, every task has started it: the tasks called different collectives "
+                   "at this point (kind, size or root), a task stopped inside it, or the transport between them "
+                   "failed)"
                  : " (this task's collective #" + std::to_string(mine) + "; never started by " + behind.str() +
                        ": alive, so busy or stuck in its own code, or waiting in another collective)";
   return Status(timeout.code(), timeout.message() + what);
