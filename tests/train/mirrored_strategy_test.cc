@@ -22,7 +22,7 @@ StrategyOptions CpuReplicas(int n) {
   StrategyOptions o;
   o.device = DeviceKind::kCpu;
   o.cpu_replicas = n;
-  o.collective_timeout = 60s;
+  o.collective_timeout = 10s;  // under the binary's ctest timeout: a hang fails cleanly
   return o;
 }
 
@@ -68,8 +68,8 @@ TEST(MirroredStrategyDeathTest, AnExceptionInALibraryThreadIsExplained) {
 }
 
 // Replica 1 returns while replica 0 makes one more collective: Internal at
-// once naming replica 1 (the timeout is a minute), and the strategy runs a
-// next round of replica functions as usual.
+// once naming replica 1, not at the timeout (10 s). (The replicas' group is
+// broken for good after it, as after any collective's error.)
 TEST(MirroredStrategyTest, AnExtraCollectiveOnOneReplicaFailsAtOnce) {
   auto strategy = MirroredStrategy::Create(SingleLocalTaskConfig("test"), CpuReplicas(2));
   ASSERT_TRUE(strategy.ok()) << strategy.status();
@@ -118,6 +118,10 @@ TEST_P(CollectiveTimeoutTest, NamesTheTaskThatNeverStartedIt) {
   std::vector<std::thread> tasks;
   for (int index = 0; index < 2; ++index) {
     tasks.emplace_back([&, index] {
+      // worker:1 is released however worker:0 ends, even by a failed ASSERT.
+      std::shared_ptr<void> release_on_exit(nullptr, [&](void*) {
+        if (index == 0) timed_out.set_value();
+      });
       auto config = ParseTfConfig(R"({"cluster":{"worker":[")" + p0->address() + R"(",")" + p1->address() +
                                   R"("]},"task":{"type":"worker","index":)" + std::to_string(index) + "}}");
       ASSERT_TRUE(config.ok()) << config.status();
@@ -125,8 +129,9 @@ TEST_P(CollectiveTimeoutTest, NamesTheTaskThatNeverStartedIt) {
       so.job_token = "behind";
       so.registration_timeout = 20s;
       so.collective_timeout = 2s;
-      so.heartbeat_interval = 200ms;
-      so.heartbeat_timeout = 1s;
+      // Heartbeats late by seconds on a loaded machine must not fail worker:1.
+      so.heartbeat_interval = 250ms;
+      so.heartbeat_timeout = 3s;
       auto strategy = MirroredStrategy::Create(*config, so);
       ASSERT_TRUE(strategy.ok()) << strategy.status();
       results[index] = (*strategy)->RunReplicas([&](ReplicaContext& replica) -> Status {
@@ -137,16 +142,13 @@ TEST_P(CollectiveTimeoutTest, NamesTheTaskThatNeverStartedIt) {
         }
         return OkStatus();
       });
-      if (index == 0) {
-        (*strategy)->ReportError(results[0]);
-        timed_out.set_value();
-      }
+      if (index == 0) (*strategy)->ReportError(results[0]);
     });
   }
   for (auto& t : tasks) t.join();
   EXPECT_EQ(results[0].code(), StatusCode::kDeadlineExceeded) << results[0];
-  EXPECT_NE(results[0].message().find("(this task's collective #3; never started by worker:1 (at 2 collectives, "
-                                      "unchanged for"),
+  EXPECT_NE(results[0].message().find("all-reduce #3 "), std::string::npos) << results[0];
+  EXPECT_NE(results[0].message().find("(never started by worker:1 (at 2 collectives, unchanged for"),
             std::string::npos)
       << results[0];
   EXPECT_NE(results[0].message().find("alive, so busy or stuck in its own code"), std::string::npos) << results[0];

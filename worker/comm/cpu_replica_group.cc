@@ -154,6 +154,9 @@ Status CpuReplicaGroup::RunCollective(int lr, const Post& post, PhaseBarrier::Cl
   }
   MIRRORED_RETURN_IF_ERROR(barrier_.Arrive(lr, cross_deadline));  // B3
   if (!cross_status_.ok()) return cross_status_;
+  // The cross-process operation may have succeeded past the local deadline:
+  // what is left is local work, given its own time.
+  deadline = std::max(deadline, PhaseBarrier::Clock::now() + options_.timeout);
   if (post.kind == Kind::kBarrier) return OkStatus();
 
   if (post.kind == Kind::kAllReduce && post.op == ReduceOp::kAvg) {

@@ -15,6 +15,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <regex>
 #include <sstream>
 #include <system_error>
 #include <thread>
@@ -167,6 +168,43 @@ std::string g_task_for_terminate;
   (void)!write(STDERR_FILENO, msg.data(), msg.size());
   if (g_previous_terminate != nullptr) g_previous_terminate();
   std::abort();
+}
+
+// `timeout`, when a collective's own DeadlineExceeded, with the tasks that,
+// as the coordination service last heard (`progress`), never started it.
+Status WithTasksBehind(const Status& timeout, const StatusOr<coordination::rpc::ProgressResponse>& progress,
+                       const std::string& task_name) {
+  // Only a collective that itself timed out ("all-reduce #12 (...) failed
+  // after ...", NCCL's too), not a local replica's wait for another local
+  // replica, nor a wait of the program's own: #12 is the operation every
+  // task must start, counted as the heartbeats count.
+  static const std::regex kCollective(R"(^(?:NCCL )?(?:all-reduce|broadcast|barrier) #([0-9]+) )");
+  std::smatch m;
+  if (!progress.ok() || !std::regex_search(timeout.message(), m, kCollective) ||
+      timeout.message().find("for local replicas [") != std::string::npos) {
+    return timeout;
+  }
+  const uint64_t seq = std::stoull(m[1].str());
+  auto ago = [](int64_t ms) { return SecondsText(std::chrono::milliseconds(ms)); };
+  std::ostringstream behind;
+  int count = 0;
+  for (const auto& t : progress->tasks()) {
+    if (t.task() == task_name || t.collectives() >= seq) continue;
+    behind << (count++ ? ", " : "") << t.task();
+    if (t.ms_since_heartbeat() < 0) {
+      behind << " (no heartbeat yet)";
+    } else {
+      behind << " (at " << t.collectives() << " collectives, unchanged for " << ago(t.ms_since_progress())
+             << "; last heartbeat " << ago(t.ms_since_heartbeat()) << " ago)";
+    }
+  }
+  const std::string what =
+      count == 0 ? " (as their heartbeats say, every task has started it: the tasks called different collectives "
+                   "at this point (kind, size or root), a task stopped inside it, or the transport between them "
+                   "failed)"
+                 : " (never started by " + behind.str() +
+                       ": alive, so busy or stuck in its own code, or waiting in another collective)";
+  return Status(timeout.code(), timeout.message() + what);
 }
 
 }  // namespace
@@ -539,8 +577,12 @@ Status MirroredStrategy::RunReplicas(const std::function<Status(ReplicaContext&)
   // started it (they are alive: busy or stuck outside the collectives, or
   // in an earlier one), from the counts their heartbeats report.
   if (agent_ && job_error().ok()) {
-    for (Status& s : results)
-      if (s.code() == StatusCode::kDeadlineExceeded) s = WithTasksBehind(s);
+    std::optional<StatusOr<coordination::rpc::ProgressResponse>> progress;  // asked once
+    for (Status& s : results) {
+      if (s.code() != StatusCode::kDeadlineExceeded) continue;
+      if (!progress) progress = agent_->Progress();
+      s = WithTasksBehind(s, *progress, task_name_);
+    }
   }
   // A configuration error this task found itself (the replicas diverged
   // under --lr, tasks disagree on a flag) is reached by every task alike: a
@@ -556,27 +598,6 @@ Status MirroredStrategy::RunReplicas(const std::function<Status(ReplicaContext&)
   for (const Status& s : results)
     if (!s.ok()) return s;
   return OkStatus();
-}
-
-Status MirroredStrategy::WithTasksBehind(const Status& timeout) const {
-  StatusOr<coordination::rpc::ProgressResponse> progress = agent_->Progress();
-  const uint64_t mine = collectives_started_->load();
-  if (!progress.ok() || mine == 0) return timeout;
-  auto ago = [](int64_t ms) { return SecondsText(std::chrono::milliseconds(std::max<int64_t>(0, ms))); };
-  std::ostringstream behind;
-  int count = 0;
-  for (const auto& t : progress->tasks()) {
-    if (t.task() == task_name_ || t.collectives() >= mine) continue;
-    behind << (count++ ? ", " : "") << t.task() << " (at " << t.collectives() << " collectives, unchanged for "
-           << ago(t.ms_since_progress()) << "; last heartbeat " << ago(t.ms_since_heartbeat()) << " ago)";
-  }
-  const std::string what =
-      count == 0 ? " (as their heartbeats say, every task has started it: the tasks called different collectives "
-                   "at this point (kind, size or root), a task stopped inside it, or the transport between them "
-                   "failed)"
-                 : " (this task's collective #" + std::to_string(mine) + "; never started by " + behind.str() +
-                       ": alive, so busy or stuck in its own code, or waiting in another collective)";
-  return Status(timeout.code(), timeout.message() + what);
 }
 
 Status MirroredStrategy::Shutdown() {

@@ -187,9 +187,6 @@ class MirroredStrategy {
   // Every task runs the same kind of replica (GPU or CPU): each publishes
   // its kind in the key-value store and reads everyone's.
   Status CheckSameDeviceKind(const std::vector<std::string>& tasks);
-  // `timeout` (a collective's DeadlineExceeded) with the tasks that, as the
-  // coordination service last heard, never started that collective.
-  Status WithTasksBehind(const Status& timeout) const;
   // NCCL communicators for the local GPUs (every task's GPUs join).
   Status CreateNcclReplicas(const std::string& unique_id);
 
