@@ -22,8 +22,9 @@ CoordinationServer::CoordinationServer(coordination::CoordinationService* servic
 
 namespace {
 
-// errno of binding `listen_address` ("host:port", a literal or 0.0.0.0;
-// port 0 included) as gRPC binds it; 0 when it can be bound.
+// errno of binding `listen_address` ("host:port", a literal, a name or
+// 0.0.0.0; port 0 included) as gRPC binds it: 0 when any of its addresses
+// can be bound (gRPC listens on each it can), else the first one's error.
 int ProbeBind(const std::string& listen_address) {
   const size_t colon = listen_address.rfind(':');
   std::string host = listen_address.substr(0, colon);
@@ -35,18 +36,24 @@ int ProbeBind(const std::string& listen_address) {
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
-  int err = 0;
-  if (getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found) == 0 && found != nullptr) {
-    const int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, found->ai_protocol);
-    if (fd >= 0) {
+  int first_err = 0;
+  if (getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found) == 0) {
+    for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) continue;
       const int one = 1;
       setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // as gRPC binds
-      if (::bind(fd, found->ai_addr, found->ai_addrlen) != 0) err = errno;
+      const int err = ::bind(fd, a->ai_addr, a->ai_addrlen) != 0 ? errno : 0;
       ::close(fd);
+      if (err == 0) {
+        first_err = 0;
+        break;
+      }
+      if (first_err == 0) first_err = err;
     }
   }
   if (found != nullptr) freeaddrinfo(found);
-  return err;
+  return first_err;
 }
 
 // Why `listen_address` cannot be listened on, from ProbeBind's `err`: an
