@@ -108,7 +108,7 @@ int RunWorker(const WorkerOptions& options) {
   }
   if (Status s = (*strategy)->Shutdown(); !s.ok()) return Fail(task, s);
   if (summary->preempted) {
-    std::printf("preempted (SIGTERM to %s): stopped after step %lld; a restarted job resumes there\n",
+    std::printf("preempted (SIGTERM %s): stopped after step %lld; a restarted job resumes there\n",
                 summary->preempted_tasks.c_str(), static_cast<long long>(summary->steps));
     return kExitPreempted;
   }

@@ -158,8 +158,8 @@ run_requeued_job() {
   timeout 10 scontrol requeue "$id" || fail "scontrol requeue $id failed"
   expect_completed "$id" "$REQUEUE_DEADLINE"
   [[ $(job_field "$id" Restarts) == 1 ]] || fail "job $id: Restarts=$(job_field "$id" Restarts), expected 1 (was it requeued?)"
-  preempted_at=$(sed -n 's/^\[worker:0\] preempted (SIGTERM to [^)]*): stopped after step \([0-9]*\);.*/\1/p' "$out" | head -n 1)
-  [[ -n $preempted_at ]] || fail "$out lacks the chief's 'preempted (SIGTERM to ...): stopped after step <step>' line of the SIGTERM"
+  preempted_at=$(sed -n 's/^\[worker:0\] preempted (SIGTERM [^)]*): stopped after step \([0-9]*\);.*/\1/p' "$out" | head -n 1)
+  [[ -n $preempted_at ]] || fail "$out lacks the chief's 'preempted (SIGTERM ...): stopped after step <step>' line of the SIGTERM"
   grep -q "^\[mirrored-launch\] job stopped by SIGTERM" "$out" || fail "$out lacks the launcher's 'job stopped by SIGTERM' line"
   grep -q "task 0: Exited with exit code 143" "$out" || fail "$out lacks srun's 'task 0: Exited with exit code 143' line"
   resumed_at=$(sed -n "s|^\[worker:0\] .*resuming from $run_dir/checkpoints/ckpt-\([0-9]*\) .*|\1|p" "$out" | head -n 1)
@@ -203,8 +203,8 @@ run_time_limited_job() {
   [[ $state == FAILED && $exit_code == 143:0 ]] ||
     fail "job $id ended $state with exit code $exit_code, expected FAILED 143:0 (the workers stopped by --signal=TERM@120)"
   [[ $(job_field "$id" Restarts) == 0 ]] || fail "job $id: Restarts=$(job_field "$id" Restarts), expected 0"
-  preempted_at=$(sed -n 's/^\[worker:0\] preempted (SIGTERM to [^)]*): stopped after step \([0-9]*\);.*/\1/p' "$out" | head -n 1)
-  [[ -n $preempted_at ]] || fail "$out lacks the chief's 'preempted (SIGTERM to ...): stopped after step <step>' line of the SIGTERM"
+  preempted_at=$(sed -n 's/^\[worker:0\] preempted (SIGTERM [^)]*): stopped after step \([0-9]*\);.*/\1/p' "$out" | head -n 1)
+  [[ -n $preempted_at ]] || fail "$out lacks the chief's 'preempted (SIGTERM ...): stopped after step <step>' line of the SIGTERM"
   expect_final_checkpoint "$run_dir" "$preempted_at"
   log "job $id: --signal=TERM@120 under a 3-minute limit: stopped after step $preempted_at with its checkpoint, $state $exit_code"
 }

@@ -199,10 +199,10 @@ TEST_F(CheckpointResumeTest, PreemptedWorkerStopsTheJobAtACheckpointedStepAndNot
   ASSERT_TRUE(exit.has_value()) << out;
   EXPECT_EQ(exit->ShellCode(), 143) << out;
   // Both name the task the SIGTERM reached.
-  EXPECT_NE(out.find("[worker:0] preempted (SIGTERM to worker:1): stopped after step"), std::string::npos) << out;
-  EXPECT_NE(out.find("[worker:1] preempted (SIGTERM to worker:1): stopped after step"), std::string::npos) << out;
+  EXPECT_NE(out.find("[worker:0] preempted (SIGTERM first seen by worker:1): stopped after step"), std::string::npos) << out;
+  EXPECT_NE(out.find("[worker:1] preempted (SIGTERM first seen by worker:1): stopped after step"), std::string::npos) << out;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(out, m, std::regex("worker:0\\] preempted \\(SIGTERM to worker:1\\): stopped after step ([0-9]+)")))
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("worker:0\\] preempted \\(SIGTERM first seen by worker:1\\): stopped after step ([0-9]+)")))
       << out;
   const std::string step = m[1].str();
   EXPECT_TRUE(fs::exists(run / "checkpoints" / ("ckpt-" + step))) << "no checkpoint at step " << step;

@@ -303,17 +303,18 @@ std::vector<std::pair<std::string, std::string>> TrainingSettings(const WorkerOp
           {"test examples (--data)", o.validate ? std::to_string(data.test().size()) : "-"}};
 }
 
-// Which tasks a SIGTERM reached, from a sync point's sums over the replicas
-// told to stop: `told` of them, sum(k) and sum(k * k) with k their task's
-// ordinal + 1. All of one task exactly when told * sum(k * k) = sum(k)^2.
+// Who had a SIGTERM by a sync point, from its sums over the replicas told to
+// stop: `told` of them, sum(k) and sum(k * k) with k their task's ordinal
+// + 1. All of one task exactly when told * sum(k * k) = sum(k)^2. (Other
+// tasks may have been signalled too and not have seen it yet: "first".)
 std::string PreemptedTasks(const std::vector<std::string>& tasks, float told, float sum_k, float sum_k2, int world) {
-  if (told >= static_cast<float>(world)) return tasks.size() == 1 ? tasks[0] : "every task";
+  if (told >= static_cast<float>(world)) return tasks.size() == 1 ? "seen by " + tasks[0] : "seen by every task";
   const float k = sum_k / told;
   if (told * sum_k2 == sum_k * sum_k && k == std::floor(k) && k >= 1 && k <= static_cast<float>(tasks.size())) {
-    return tasks[static_cast<size_t>(k) - 1];
+    return "first seen by " + tasks[static_cast<size_t>(k) - 1];
   }
-  return "some of the tasks (" + std::to_string(static_cast<int64_t>(told)) + " of " + std::to_string(world) +
-         " replicas)";
+  return "first seen by several tasks: " + std::to_string(static_cast<int64_t>(told)) + " of " + std::to_string(world) +
+         " replicas";
 }
 
 }  // namespace
@@ -645,7 +646,7 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
       }
       if (preempted) {
         if (replica.is_chief()) {
-          MIRRORED_LOG(WARNING) << "preempted (SIGTERM to " << preempted_tasks << "): stopped after step " << step
+          MIRRORED_LOG(WARNING) << "preempted (SIGTERM " << preempted_tasks << "): stopped after step " << step
                                 << (checkpoints ? ", checkpointed" : " (no --run-dir: nothing saved)");
         }
         std::lock_guard<std::mutex> lock(summary_mu);

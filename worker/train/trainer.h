@@ -35,7 +35,7 @@ struct TrainSummary {
   uint32_t weights_fingerprint = 0;  // 24-bit hash of those parameters' bits
   bool replicas_identical = true;  // every replica's weights hash equal at the end
   bool preempted = false;       // stopped early on SIGTERM (checkpointed when there is a run directory)
-  std::string preempted_tasks;  // which got the SIGTERM: "worker:1", or "3 of 4 tasks"
+  std::string preempted_tasks;  // who had the SIGTERM by the agreed step: "first seen by worker:1", "seen by every task"
   bool nothing_to_train = false;  // resumed at or past the last step --epochs / --max-steps allow
 };
 
