@@ -210,7 +210,14 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
       if (r.exit.exit_code == kExitPeerFailed && !kill_deadline) {
         // The task it blames is ending too, with the real cause's code: let
         // it (and the others) end by themselves first.
-        if (!stop_at) stop_at = Clock::now() + options_.peer_exit_wait;
+        if (!stop_at) {
+          stop_at = Clock::now() + options_.peer_exit_wait;
+          if (console_ != nullptr) {
+            console_->WriteLine("[mirrored-launch] ", r.name + " stopped because another task failed (exit 3); "
+                                                      "waiting up to " + SecondsText(options_.peer_exit_wait) +
+                                                      " for the others to end by themselves");
+          }
+        }
       } else {
         begin_stop(SIGTERM);
       }

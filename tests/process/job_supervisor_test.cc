@@ -136,6 +136,12 @@ TEST_F(JobSupervisorTest, ExitThreeFirstPointsAtTheTaskItNames) {
        Shell("worker:1", "trap '' TERM; exec sleep 30")});
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_EQ(outcome->exit_code, 3);
+  // Waited for (peer_exit_wait), then stopped: not left to run its 30 s.
+  EXPECT_TRUE(Result(*outcome, "worker:1").stopped_by_supervisor);
+  EXPECT_EQ(Result(*outcome, "worker:1").exit.signal, SIGKILL);
+  EXPECT_NE(Slurp(dir_ / "console").find("[mirrored-launch] worker:0 stopped because another task failed (exit 3); "
+                                         "waiting up to 0.3 s for the others to end by themselves"),
+            std::string::npos);
   std::string report = FormatFailureReport(*outcome);
   EXPECT_NE(report.find("first failure: task worker:0 ended with exit code 3"), std::string::npos) << report;
   EXPECT_NE(report.find("(exit 3: it stopped because another task failed; it names worker:1)"), std::string::npos)
