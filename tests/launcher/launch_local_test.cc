@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <chrono>
 #include <filesystem>
@@ -322,6 +323,40 @@ TEST_F(LaunchLocalTest, ClusterEvaluatorWithoutRunDirIsExitTwo) {
   EXPECT_EQ(Finish(*child, &out), 2) << out;
   EXPECT_NE(out.find("evaluator:0 needs --run-dir: the chief's run directory"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(cwd / "runs")) << out;
+}
+
+// Every task computes with its share of the cores (cores / --workers),
+// unless the user's OMP_NUM_THREADS says otherwise; a value that is no
+// thread count is replaced by the share, with a warning.
+TEST_F(LaunchLocalTest, EveryTaskGetsItsShareOfTheCores) {
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  const int cores = CPU_COUNT(&set);  // the launcher inherits this process's mask
+  auto dry_run = [&](int workers, const std::string& omp) {
+    std::vector<std::string> env = {"PATH=/usr/bin:/bin"};
+    if (!omp.empty()) env.push_back("OMP_NUM_THREADS=" + omp);
+    auto child = ChildProcess::Spawn({kLauncher, "local", "--workers", std::to_string(workers), "--evaluator",
+                                      "--dry-run", "--worker-binary", kFakeWorker},
+                                     env);
+    EXPECT_TRUE(child.ok()) << child.status();
+    std::string out;
+    EXPECT_EQ(Finish(*child, &out), 0) << out;
+    return out;
+  };
+  auto count = [](const std::string& out, const std::string& line) {
+    size_t n = 0;
+    for (size_t at = out.find(line); at != std::string::npos; at = out.find(line, at + 1)) ++n;
+    return n;
+  };
+  std::string out = dry_run(1, "");
+  EXPECT_EQ(count(out, "  env: OMP_NUM_THREADS=" + std::to_string(cores) + "\n"), 2u) << out;  // worker + evaluator
+  out = dry_run(2, "");
+  EXPECT_EQ(count(out, "  env: OMP_NUM_THREADS=" + std::to_string(std::max(1, cores / 2)) + "\n"), 3u) << out;
+  out = dry_run(2, "3");
+  EXPECT_EQ(count(out, "  env: OMP_NUM_THREADS=3\n"), 3u) << out;
+  out = dry_run(2, "4,2");
+  EXPECT_EQ(count(out, "  env: OMP_NUM_THREADS=" + std::to_string(std::max(1, cores / 2)) + "\n"), 3u) << out;
+  EXPECT_NE(out.find("warning: OMP_NUM_THREADS \"4,2\" is not a thread count"), std::string::npos) << out;
 }
 
 TEST_F(LaunchLocalTest, BadFlagsAreExitTwo) {

@@ -149,7 +149,7 @@ std::terminate_handler g_previous_terminate = nullptr;
 std::string g_task_for_terminate;
 
 [[noreturn]] void OnTerminate() {
-  std::string what = "no exception";
+  std::string what = "std::terminate without an exception (a joinable std::thread destroyed?)";
   if (std::exception_ptr e = std::current_exception()) {
     try {
       std::rethrow_exception(e);
