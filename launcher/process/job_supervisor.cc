@@ -212,7 +212,10 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
         // it (and the others) end by themselves first.
         if (!stop_at) {
           stop_at = Clock::now() + options_.peer_exit_wait;
-          if (console_ != nullptr) {
+          const bool others_running = std::any_of(running.begin(), running.end(), [&](const RunningTask& o) {
+            return &o != &t && o.child && !o.result && !o.restart_at;
+          });
+          if (console_ != nullptr && others_running) {
             console_->WriteLine("[mirrored-launch] ", r.name + " stopped because another task failed (exit 3); "
                                                       "waiting up to " + SecondsText(options_.peer_exit_wait) +
                                                       " for the others to end by themselves");
