@@ -69,11 +69,16 @@ int UsableCpuCores() {
   return std::max(1, cpus);
 }
 
+std::optional<int> ParseThreadCount(const std::string& text) {
+  if (text.empty() || text.size() > 4 || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  const int n = std::stoi(text);
+  if (n < 1 || n > 4096) return std::nullopt;
+  return n;
+}
+
 int CpuThreadBudget() {
   if (const char* v = std::getenv("OMP_NUM_THREADS")) {
-    char* end = nullptr;
-    const long n = std::strtol(v, &end, 10);
-    if (end != v && *end == '\0' && n > 0 && n <= 4096) return static_cast<int>(n);
+    if (std::optional<int> n = ParseThreadCount(v)) return *n;
   }
   return UsableCpuCores();
 }

@@ -8,6 +8,9 @@
 // step, a `taskset` or a container's CPU limit gives fewer.
 #pragma once
 
+#include <optional>
+#include <string>
+
 namespace mirrored {
 
 // The CPUs this process may run on: its affinity mask, capped by a cgroup
@@ -15,7 +18,11 @@ namespace mirrored {
 // cpu.cfs_quota_us / cpu.cfs_period_us; rounded up). At least 1.
 int UsableCpuCores();
 
-// OMP_NUM_THREADS when it is a positive number, else UsableCpuCores().
+// A thread count as OMP_NUM_THREADS gives one: "1" to "4096"; nullopt for
+// anything else ("", "0", "4,2", "two").
+std::optional<int> ParseThreadCount(const std::string& text);
+
+// OMP_NUM_THREADS when ParseThreadCount takes it, else UsableCpuCores().
 int CpuThreadBudget();
 
 }  // namespace mirrored

@@ -74,16 +74,16 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
   // The workers share this machine's cores: each computes with its share
   // (split again among its CPU replicas), not with all of them, which would
   // oversubscribe the cores workers-fold (libgomp's spinning waits then
-  // collapse throughput). A user's OMP_NUM_THREADS is kept.
-  // A value a worker would not take as its thread count ("", "4,2") would
-  // leave it on every core: the share replaces it, said once.
+  // collapse throughput). A user's OMP_NUM_THREADS is kept; one a worker
+  // would not take as a thread count ("4,2") would leave it on every core,
+  // so the share replaces it, said once.
   const std::string share = std::to_string(std::max(1, UsableCpuCores() / std::max(1, workers_)));
   options.omp_num_threads = share;
   if (const auto user = std::find_if(env.begin(), env.end(),
                                      [](const std::string& e) { return e.rfind("OMP_NUM_THREADS=", 0) == 0; });
       user != env.end()) {
     const std::string value = user->substr(sizeof("OMP_NUM_THREADS"));
-    if (value.find_first_not_of("0123456789") == std::string::npos && !value.empty() && std::stol(value.substr(0, 9)) > 0) {
+    if (ParseThreadCount(value)) {
       options.omp_num_threads = value;
     } else if (!value.empty()) {
       err << "mirrored-launch: warning: OMP_NUM_THREADS \"" << value << "\" is not a thread count: every task gets "
