@@ -104,7 +104,12 @@ void GradientBucketer::CommLoop() {
 Status GradientBucketer::Finish() {
   Status status = [&] {
     std::unique_lock<std::mutex> lock(mu_);
-    const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+    // A backstop: the bucket's own all-reduce has the same timeout from an
+    // earlier start, and its error says which collective and, past it, which
+    // tasks never started it. Only a communicator that does not return at
+    // all meets this one.
+    const auto backstop = options_.timeout + std::min<std::chrono::milliseconds>(options_.timeout, std::chrono::seconds(5));
+    const auto deadline = std::chrono::steady_clock::now() + backstop;
     bool done = cv_.wait_until(lock, deadline, [&] { return reduced_ == buckets_.size() || !error_.ok(); });
     step_open_ = false;
     if (!error_.ok()) return error_;
@@ -116,8 +121,8 @@ Status GradientBucketer::Finish() {
                                          " tensor(s): backward did not report them");
         }
       }
-      return DeadlineExceededError("gradient all-reduce did not finish within " +
-                                   std::to_string(options_.timeout.count()) + " ms");
+      return DeadlineExceededError("gradient all-reduce did not finish within " + std::to_string(backstop.count()) +
+                                   " ms (its communicator neither completed nor failed it)");
     }
     return OkStatus();
   }();
