@@ -22,8 +22,8 @@ namespace {
 
 std::atomic<JobSupervisor*> g_supervisor{nullptr};
 
-void OnStopSignal(int sig) {
-  if (JobSupervisor* s = g_supervisor.load()) s->RequestStop(sig);
+void OnStopSignal(int sig, siginfo_t* info, void*) {
+  if (JobSupervisor* s = g_supervisor.load()) s->RequestStop(sig, info != nullptr ? info->si_pid : 0);
 }
 
 // Installs the handlers for the lifetime of one run.
@@ -32,9 +32,9 @@ class StopSignalScope {
   explicit StopSignalScope(JobSupervisor* s) {
     g_supervisor.store(s);
     struct sigaction sa {};
-    sa.sa_handler = OnStopSignal;
+    sa.sa_sigaction = OnStopSignal;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
     signal(SIGPIPE, SIG_IGN);
   }

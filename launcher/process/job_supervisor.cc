@@ -96,10 +96,18 @@ JobSupervisor::~JobSupervisor() {
   CloseFd(wake_pipe_[1]);
 }
 
-void JobSupervisor::RequestStop(int sig) {
-  unsigned char byte = static_cast<unsigned char>(sig);
-  if (wake_pipe_[1] >= 0) (void)!write(wake_pipe_[1], &byte, 1);
+void JobSupervisor::RequestStop(int sig, pid_t sender) {
+  // One write (atomic on a pipe): the signal, then the sender.
+  unsigned char message[1 + sizeof(pid_t)];
+  message[0] = static_cast<unsigned char>(sig);
+  std::memcpy(message + 1, &sender, sizeof(pid_t));
+  if (wake_pipe_[1] >= 0) (void)!write(wake_pipe_[1], message, sizeof(message));
 }
+
+namespace {
+// Stop signals from one sender this close together are one request.
+constexpr std::chrono::milliseconds kSameStopRequest{1000};
+}  // namespace
 
 StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
   if (wake_pipe_[0] < 0) return InternalError("cannot create the supervisor's wake-up pipe");
@@ -107,6 +115,8 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
   JobOutcome outcome;
   std::optional<Clock::time_point> kill_deadline;
   std::optional<Clock::time_point> stop_at;  // a peer-failed exit: stop the rest then (peer_exit_wait)
+  Clock::time_point stop_requested_at;        // the first stop signal's arrival
+  pid_t stop_requested_by = 0;                 // and its sender (0: the kernel)
   bool killed_all = false;
   Clock::time_point last_training_end = Clock::now();
 
@@ -304,17 +314,26 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
     }
 
     if (fds[0].revents & POLLIN) {
-      unsigned char sig;
-      while (read(wake_pipe_[0], &sig, 1) == 1) {
+      unsigned char message[1 + sizeof(pid_t)];
+      while (read(wake_pipe_[0], message, sizeof(message)) == static_cast<ssize_t>(sizeof(message))) {
+        const int sig = message[0];
+        pid_t sender = 0;
+        std::memcpy(&sender, message + 1, sizeof(pid_t));
+        const bool same_request =
+            sender != 0 && sender == stop_requested_by && Clock::now() - stop_requested_at < kSameStopRequest;
         if (!outcome.stop_signal) {
           outcome.stop_signal = sig;
+          stop_requested_at = Clock::now();
+          stop_requested_by = sender;
           begin_stop(sig);
           if (console_ != nullptr) {
             console_->WriteLine("[mirrored-launch] ", SignalName(sig) + ": stopping every task (SIGKILL after the " +
                                                           "grace period; " + SignalName(sig) + " again: at once)");
           }
-        } else if (!killed_all) {
+        } else if (!killed_all && !same_request) {
           // A second Ctrl-C: the user will not wait out the grace period.
+          // (Not one that came with the first: `timeout` signals the
+          // launcher, then its process group; a scheduler may do the same.)
           signal_live(SIGKILL);
           killed_all = true;
           if (console_ != nullptr) console_->WriteLine("[mirrored-launch] ", SignalName(sig) + " again: killing every task");

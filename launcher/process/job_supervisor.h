@@ -21,6 +21,8 @@
 //   SIGKILLs what is left; the outcome's exit code is 128 + sig.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <optional>
 #include <string>
@@ -94,9 +96,12 @@ class JobSupervisor {
   // failure of the supervisor's own plumbing (log file, poll).
   StatusOr<JobOutcome> Run(const std::vector<TaskLaunch>& tasks);
 
-  // Asks the running job to stop with `sig`. Async-signal-safe: it only
-  // writes to a pipe.
-  void RequestStop(int sig);
+  // Asks the running job to stop with `sig`, sent by process `sender` (0:
+  // the kernel, e.g. Ctrl-C). A second request kills every task at once,
+  // unless it comes from the same process within a second as the first:
+  // `timeout` signals the launcher and then its process group, a scheduler
+  // may do the same. Async-signal-safe: it only writes to a pipe.
+  void RequestStop(int sig, pid_t sender = 0);
 
  private:
   ConsoleWriter* console_;

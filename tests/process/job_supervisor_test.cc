@@ -398,6 +398,20 @@ TEST_F(JobSupervisorTest, StopRequestIsPassedOnAndGivesTheSignalsExitCode) {
   EXPECT_FALSE(outcome->first_failure.has_value());
 }
 
+// `timeout` sends SIGTERM to the launcher and then to its process group:
+// two signals at once are one request (the tasks get SIGTERM and their grace
+// period to checkpoint), not "SIGTERM again: kill at once".
+TEST_F(JobSupervisorTest, TwoStopSignalsAtOnceAreOneRequest) {
+  JobSupervisor supervisor(console_.get(), {.grace_period = 5s});
+  supervisor.RequestStop(SIGTERM, 4242);
+  supervisor.RequestStop(SIGTERM, 4242);
+  auto outcome = supervisor.Run({Shell("worker:0", "exec sleep 30"), Shell("worker:1", "exec sleep 30")});
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->exit_code, 143);
+  for (const auto& r : outcome->tasks) EXPECT_EQ(r.exit.signal, SIGTERM) << r.name;
+  EXPECT_EQ(Slurp(dir_ / "console").find("again: killing every task"), std::string::npos);
+}
+
 TEST_F(JobSupervisorTest, TaskThatCannotStartIsAnErrorNamingIt) {
   JobSupervisor supervisor(console_.get(), {.grace_period = 2s});
   TaskLaunch missing = Shell("worker:1", "");
