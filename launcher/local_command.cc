@@ -77,14 +77,20 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
   // collapse throughput). A user's OMP_NUM_THREADS is kept; one a worker
   // would not take as a thread count ("4,2") would leave it on every core,
   // so the share replaces it, said once.
-  const std::string share = std::to_string(std::max(1, UsableCpuCores() / std::max(1, workers_)));
+  const int cores = UsableCpuCores();
+  const std::string share = std::to_string(std::max(1, cores / std::max(1, workers_)));
   options.omp_num_threads = share;
   if (const auto user = std::find_if(env.begin(), env.end(),
                                      [](const std::string& e) { return e.rfind("OMP_NUM_THREADS=", 0) == 0; });
       user != env.end()) {
     const std::string value = user->substr(sizeof("OMP_NUM_THREADS"));
-    if (ParseThreadCount(value)) {
+    if (std::optional<int> n = ParseThreadCount(value)) {
       options.omp_num_threads = value;
+      if (static_cast<int64_t>(*n) * workers_ > cores) {
+        err << "mirrored-launch: warning: OMP_NUM_THREADS " << *n << " x " << workers_ << " worker(s) is more than the "
+            << cores << " core(s) here: the tasks' threads will wait for each other's cores (unset it for "
+            << share << " each)\n";
+      }
     } else if (!value.empty()) {
       err << "mirrored-launch: warning: OMP_NUM_THREADS \"" << value << "\" is not a thread count: every task gets "
           << share << " (the cores / --workers)\n";

@@ -433,7 +433,23 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options.collective_timeout_sec * 1000));
   // This process's cores (OMP_NUM_THREADS, else those it may run on) are
   // split among its replicas (oneDNN's threads).
-  const int threads_per_replica = std::max(1, CpuThreadBudget() / strategy.local_replicas());
+  const int budget = CpuThreadBudget();
+  const int threads_per_replica = std::max(1, budget / strategy.local_replicas());
+  if (!strategy.on_gpu()) {
+    const int cores = UsableCpuCores();
+    const char* omp = std::getenv("OMP_NUM_THREADS");
+    MIRRORED_LOG(INFO) << strategy.local_replicas() << " CPU replica" << (strategy.local_replicas() == 1 ? "" : "s")
+                       << " x " << threads_per_replica << " thread" << (threads_per_replica == 1 ? "" : "s")
+                       << " (from " << (ParseThreadCount(omp != nullptr ? omp : "") ? "OMP_NUM_THREADS" : "the CPUs")
+                       << "; this process may run on " << cores << " CPU" << (cores == 1 ? "" : "s") << ")";
+    if (omp != nullptr && *omp != '\0' && !ParseThreadCount(omp)) {
+      MIRRORED_LOG(WARNING) << "OMP_NUM_THREADS \"" << omp << "\" is not a thread count: using the " << cores
+                            << " CPU(s) this process may run on";
+    } else if (budget > cores) {
+      MIRRORED_LOG(WARNING) << "OMP_NUM_THREADS " << budget << " is more than the " << cores
+                            << " CPU(s) this process may run on: the threads will wait for each other's cores";
+    }
+  }
 
   auto train_replica = [&](ReplicaContext& replica) -> Status {
     std::unique_ptr<model::Backend> backend;
