@@ -89,6 +89,30 @@ TEST_F(CoordinationServiceTest, RegistrationTimeoutNamesMissingTasks) {
   EXPECT_NE(chief->status().message().find("5000 ms"), std::string::npos);
 }
 
+// A long wait for the job to form is not silent: every 30 s the chief says
+// whom it still waits for.
+TEST_F(CoordinationServiceTest, ALongRegistrationWaitNamesTheMissingTasksEvery30s) {
+  CoordinationServiceOptions o;
+  o.tasks = {"chief:0", "worker:0", "worker:1"};
+  o.registration_timeout_ms = 300000;
+  o.now_ms = [this] { return now_.load(); };
+  auto s = CoordinationService::Create(std::move(o));
+  ASSERT_TRUE(s.ok()) << s.status();
+  (*s)->RegisterTaskAsync({.task = "chief:0", .incarnation = 1, .device_count = 1}, [](const auto&) {});
+  auto said_at = [&](int64_t now) {
+    now_ = now;
+    ::testing::internal::CaptureStderr();
+    (*s)->CheckDeadlines();
+    return ::testing::internal::GetCapturedStderr();
+  };
+  EXPECT_EQ(said_at(29999), "");
+  EXPECT_NE(said_at(30000).find("still waiting for tasks to register: worker:0, worker:1 (1 of 3 registered; 270 s "
+                                "left of the registration timeout)"),
+            std::string::npos);
+  EXPECT_EQ(said_at(45000), "");
+  EXPECT_NE(said_at(60000).find("still waiting for tasks to register"), std::string::npos);
+}
+
 // Tasks started from different clusters: every registration fails at once
 // with InvalidArgument showing both (not a registration timeout, minutes
 // later, about a task the chief never expected).

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/logging.h"
+#include "common/seconds_text.h"
 #include "worker/coordination/nccl_unique_id.h"
 
 namespace mirrored::coordination {
@@ -89,6 +90,7 @@ StatusOr<std::unique_ptr<CoordinationService>> CoordinationService::Create(
 CoordinationService::CoordinationService(CoordinationServiceOptions options)
     : options_(std::move(options)),
       registration_deadline_ms_(options_.now_ms() + options_.registration_timeout_ms),
+      registration_note_ms_(options_.now_ms()),
       barriers_(options_.tasks.size()) {
   for (const auto& name : options_.tasks) {
     Task t;
@@ -563,16 +565,34 @@ void CoordinationService::CheckDeadlines() {
       for (size_t i = 0; i < tasks_.size(); ++i) {
         if (tasks_[i].state == TaskState::kConnected) registered.insert(static_cast<int>(i));
       }
-      registration_error_ = DeadlineExceededError(
+      // Calls refused for a wrong token while tasks were missing: most
+      // likely those tasks, with another MIRRORED_JOB_TOKEN, which no
+      // restart fixes (exit 2, as the refused task's own).
+      const std::string message =
           "registration timed out after " + std::to_string(options_.registration_timeout_ms) +
-          " ms: tasks never registered: " + TasksNotIn(registered, false) + " (" +
-          std::to_string(registered.size()) + " of " + std::to_string(tasks_.size()) +
-          " registered); check that they were started and can reach the chief" + RefusedNoteLocked());
+          " ms: tasks never registered: " + TasksNotIn(registered, false) + " (" + std::to_string(registered.size()) +
+          " of " + std::to_string(tasks_.size()) + " registered); check that they were started and can reach the chief" +
+          RefusedNoteLocked();
+      registration_error_ =
+          refused_hosts_.empty() ? DeadlineExceededError(message) : InvalidArgumentError(message);
       MIRRORED_LOG(ERROR) << registration_error_->message();
       for (auto& [i, done] : pending_registrations_) {
         deferred.push_back([done = std::move(done), s = *registration_error_] { done(s); });
       }
       pending_registrations_.clear();
+    }
+    // A long wait for the job to form is said every 30 s, naming the tasks
+    // still missing, rather than in silence until the timeout.
+    if (!view_ && !registration_error_ && now - registration_note_ms_ >= 30000) {
+      registration_note_ms_ = now;
+      std::set<int> registered;
+      for (size_t i = 0; i < tasks_.size(); ++i) {
+        if (tasks_[i].state == TaskState::kConnected) registered.insert(static_cast<int>(i));
+      }
+      MIRRORED_LOG(INFO) << "still waiting for tasks to register: " << TasksNotIn(registered, false) << " ("
+                         << registered.size() << " of " << tasks_.size() << " registered; "
+                         << SecondsText(std::chrono::milliseconds(registration_deadline_ms_ - now))
+                         << " left of the registration timeout)" << RefusedNoteLocked();
     }
     if (view_ && !job_error_) {
       for (size_t i = 0; i < tasks_.size(); ++i) {

@@ -228,6 +228,7 @@ class CoordinationService {
   mutable std::mutex mu_;
   std::vector<Task> tasks_;
   const int64_t registration_deadline_ms_;
+  int64_t registration_note_ms_;  // when the chief last said whom it waits for
   std::vector<std::pair<int, RegisterCallback>> pending_registrations_;
   std::optional<RegisteredView> view_;  // set once everyone registered
   std::optional<Status> registration_error_;
