@@ -175,6 +175,7 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
   // (MIRRORED_TRAINING_ENDED): the record is that job's.
   const bool beside_a_job = LauncherGeneration() && !LauncherSaysTrainingEnded();
   auto quiet_since = Clock::now();
+  bool said_quiet_grace = false;
   // Checkpoints skipped as damaged or gone, why, and when their directory
   // was written: one written again since (a resumed job's) is retried.
   struct Skipped {
@@ -310,6 +311,13 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
       summary.saw_final = true;
       summary.final_step = (*done)->step;
       return Finish(env, options.run_dir, summary);
+    }
+    if (done.ok() && *done && (*done)->step <= done_step && !last_rewritten && !said_quiet_grace) {
+      // Waiting out kQuietGrace: say why this evaluator does not end yet.
+      said_quiet_grace = true;
+      Print("the job's last checkpoint ckpt-" + std::to_string((*done)->step) +
+            " is evaluated, but its training-done record predates this evaluator: waiting up to " +
+            std::to_string(kQuietGrace.count()) + " s for the job's chief to start again before stopping");
     }
     if (timeout.count() > 0 && Clock::now() - last_progress >= timeout) {
       MIRRORED_LOG(WARNING) << "no new checkpoint for " << options.eval_timeout_sec
