@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +33,17 @@ int Fail(const std::string& task, const Status& s) {
   const std::string line = "mirrored-worker: " + task + ": error: " + s.message() + "\n";
   (void)!write(STDERR_FILENO, line.data(), line.size());
   return ExitCodeFor(s);
+}
+
+// A training task of a cluster whose flags are refused never joins: tell the
+// chief's service, so the other tasks stop now, naming this error, instead
+// of waiting for it until their registration timeout (and, restarted by
+// their launchers, again). Not for --check-flags (a dry run).
+int FailBeforeJoining(const Status& error) {
+  if (auto config = ResolveTfConfig(std::nullopt); config.ok()) {
+    MirroredStrategy::ReportFailureBeforeJoining(*config, StrategyOptions::FromEnvironment(), error);
+  }
+  return ExitCodeFor(error);
 }
 
 std::chrono::milliseconds Ms(double seconds) {
@@ -71,7 +83,10 @@ int RunWorker(const WorkerOptions& options) {
   }
   StrategyOptions so = StrategyOptions::FromEnvironment();  // job token, restarted
   auto device = ParseDeviceKind(options.device);
-  if (!device.ok()) return Fail(task, device.status());
+  if (!device.ok()) {
+    MirroredStrategy::ReportFailureBeforeJoining(*config, so, device.status());
+    return Fail(task, device.status());
+  }
   so.device = *device;  // auto: every visible GPU, else --cpu-replicas CPU replicas
   so.cpu_replicas = options.cpu_replicas;
   so.collective_timeout = Ms(options.collective_timeout_sec);
@@ -92,7 +107,14 @@ int RunWorker(const WorkerOptions& options) {
                  strategy.status().message().c_str());
     return 128 + SIGTERM;
   }
-  if (!strategy.ok()) return Fail(task, strategy.status());
+  if (!strategy.ok()) {
+    // Refused before it registered (no usable device): the others must not
+    // wait for it. (After registering, the service already knows.)
+    if (ExitCodeFor(strategy.status()) == kExitUsage) {
+      MirroredStrategy::ReportFailureBeforeJoining(*config, so, strategy.status());
+    }
+    return Fail(task, strategy.status());
+  }
   if (!data.ok()) {
     // The others must not wait for this task: they exit 3 naming it.
     (*strategy)->ReportError(data.status());
@@ -142,15 +164,19 @@ int main(int argc, char** argv) {
   // For mirrored-launch --dry-run: parse and validate the flags, run nothing.
   bool check_flags = false;
   app.add_flag("--check-flags", check_flags, "Only check the flags (exit 0, or 2 naming the bad one)")->group("");
+  const bool dry_run = std::any_of(argv + 1, argv + argc, [](const char* a) { return std::string(a) == "--check-flags"; });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
-    return rc == 0 ? 0 : mirrored::kExitUsage;
+    if (rc == 0) return 0;
+    if (dry_run) return mirrored::kExitUsage;
+    return mirrored::FailBeforeJoining(mirrored::InvalidArgumentError(e.what()));
   }
   if (mirrored::Status s = options.Validate(); !s.ok()) {
     std::cerr << "mirrored-worker: error: " << s.message() << "\n";
-    return mirrored::kExitUsage;
+    if (check_flags) return mirrored::kExitUsage;
+    return mirrored::FailBeforeJoining(s);
   }
   if (check_flags) return mirrored::kExitSuccess;
   return mirrored::RunWorker(options);

@@ -89,6 +89,31 @@ TEST_F(CoordinationServiceTest, RegistrationTimeoutNamesMissingTasks) {
   EXPECT_NE(chief->status().message().find("5000 ms"), std::string::npos);
 }
 
+// A task that fails before it registers (a bad flag on its host) reports
+// so: the tasks waiting for the job to form learn it at once (the job's
+// error, naming it and its code), and so does any that comes later.
+TEST_F(CoordinationServiceTest, AFailureBeforeJoiningEndsTheWaitForTheJob) {
+  auto s = Make({"chief:0", "worker:0", "worker:1"});
+  std::optional<StatusOr<RegisteredView>> chief, late;
+  s->RegisterTaskAsync({.task = "chief:0", .incarnation = 1, .device_count = 1}, [&](const auto& v) { chief = v; });
+  // Only an unregistered task, with incarnation kBeforeJoining, may do so.
+  EXPECT_FALSE(s->ReportError("chief:0", CoordinationService::kBeforeJoining, InvalidArgumentError("x")).ok());
+  EXPECT_FALSE(chief.has_value());
+  ASSERT_TRUE(s->ReportError("worker:1", CoordinationService::kBeforeJoining,
+                             InvalidArgumentError("--model \"mpl\" is not one of mlp, cnn, resnet"))
+                  .ok());
+  ASSERT_TRUE(chief.has_value());
+  EXPECT_EQ(chief->status().code(), StatusCode::kAborted) << chief->status();
+  EXPECT_NE(chief->status().message().find("task worker:1 failed at "), std::string::npos) << chief->status();
+  EXPECT_NE(chief->status().message().find(": exited with error: INVALID_ARGUMENT: --model \"mpl\" is not one of "
+                                           "mlp, cnn, resnet (before it joined the job)"),
+            std::string::npos)
+      << chief->status();
+  s->RegisterTaskAsync({.task = "worker:0", .incarnation = 2, .device_count = 1}, [&](const auto& v) { late = v; });
+  ASSERT_TRUE(late.has_value());
+  EXPECT_EQ(late->status().code(), StatusCode::kAborted) << late->status();
+}
+
 // A long wait for the job to form is not silent: every 30 s the chief says
 // whom it still waits for.
 TEST_F(CoordinationServiceTest, ALongRegistrationWaitNamesTheMissingTasksEvery30s) {

@@ -110,10 +110,10 @@ Status CoordinationClient::PollForError(const rpc::PollForErrorRequest& req,
   return FromGrpcStatus(g, Context("PollForError", g, -1));
 }
 
-Status CoordinationClient::ReportError(const rpc::ReportErrorRequest& req, int64_t timeout_ms) {
+Status CoordinationClient::ReportError(const rpc::ReportErrorRequest& req, int64_t timeout_ms, bool wait_for_ready) {
   rpc::ReportErrorResponse resp;
   return Call("ReportError", &rpc::CoordinationService::Stub::ReportError, req, &resp,
-              timeout_ms, /*wait_for_ready=*/false, /*cancellable=*/false);
+              timeout_ms, wait_for_ready, /*cancellable=*/false);
 }
 
 Status CoordinationClient::KeyValueSet(const rpc::KeyValueSetRequest& req, int64_t timeout_ms) {

@@ -43,7 +43,8 @@ class CoordinationClient {
   StatusOr<rpc::ProgressResponse> Progress(int64_t timeout_ms);
   // Blocks for the whole poll; `on_open` runs once the service holds it.
   Status PollForError(const rpc::PollForErrorRequest& req, const std::function<void()>& on_open);
-  Status ReportError(const rpc::ReportErrorRequest& req, int64_t timeout_ms);
+  // wait_for_ready: wait (up to timeout_ms) for a service not up yet.
+  Status ReportError(const rpc::ReportErrorRequest& req, int64_t timeout_ms, bool wait_for_ready = false);
   Status KeyValueSet(const rpc::KeyValueSetRequest& req, int64_t timeout_ms);
   StatusOr<std::string> KeyValueGet(const rpc::KeyValueGetRequest& req, int64_t timeout_ms);
   Status WaitForKeys(const rpc::WaitForKeysRequest& req, int64_t timeout_ms);

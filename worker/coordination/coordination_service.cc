@@ -393,9 +393,18 @@ Status CoordinationService::ReportError(const std::string& task, uint64_t incarn
   Deferred deferred;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    int index;
-    MIRRORED_RETURN_IF_ERROR(CheckCallerLocked(task, incarnation, &index));
-    FailTaskLocked(index, "exited with error: " + error.ToString(), &deferred);
+    const int unregistered = IndexOf(task);
+    if (incarnation == kBeforeJoining && !view_ && unregistered >= 0 &&
+        tasks_[unregistered].state == TaskState::kUnregistered) {
+      // A task that failed before it could register (a bad flag on its
+      // host): the others would wait for it until the registration timeout.
+      FailTaskLocked(unregistered, "exited with error: " + error.ToString() + " (before it joined the job)",
+                     &deferred);
+    } else {
+      int index;
+      MIRRORED_RETURN_IF_ERROR(CheckCallerLocked(task, incarnation, &index));
+      FailTaskLocked(index, "exited with error: " + error.ToString(), &deferred);
+    }
   }
   Run(deferred);
   return OkStatus();

@@ -140,7 +140,10 @@ class CoordinationService {
   void CancelPoll(uint64_t poll_id);
 
   // The task reports its own failure; it becomes the job error if it is the
-  // first. Errors: InvalidArgument (unknown task).
+  // first. A task that failed before registering reports with incarnation
+  // kBeforeJoining: while the job has not formed, that fails it too, so the
+  // others stop waiting for it. Errors: InvalidArgument (unknown task).
+  static constexpr uint64_t kBeforeJoining = 0;
   Status ReportError(const std::string& task, uint64_t incarnation, const Status& error);
 
   // Key-value store; errors as KeyValueStore, plus Aborted (the job error)

@@ -27,6 +27,7 @@
 #include "worker/comm/cpu_replica_group.h"
 #include "worker/comm/gloo_process_group.h"
 #include "worker/coordination/coordination_agent.h"
+#include "worker/coordination/coordination_client.h"
 #include "worker/coordination/coordination_gloo_store.h"
 #include "worker/coordination/coordination_server.h"
 #include "worker/coordination/coordination_service.h"
@@ -392,6 +393,25 @@ Status MirroredStrategy::CheckSameDeviceKind(const std::vector<std::string>& tas
   return InvalidArgumentError("tasks disagree on the replica device (" + kinds +
                               "): every task of a job must run GPU replicas, or every task CPU replicas; check "
                               "--device and each host's GPUs (CUDA_VISIBLE_DEVICES)");
+}
+
+void MirroredStrategy::ReportFailureBeforeJoining(const ClusterConfig& config, const StrategyOptions& options,
+                                                  const Status& error, std::chrono::milliseconds wait) {
+  namespace co = coordination;
+  if (error.ok() || config.is_single_local_task || config.IsEvaluator() || config.IsChief()) return;
+  const auto chief_address = config.cluster.AddressOf(config.cluster.ChiefTask());
+  if (!chief_address) return;
+  co::CoordinationClient client(co::CoordinationClient::MakeChannel(chief_address->ToString()), options.job_token);
+  co::rpc::ReportErrorRequest req;
+  req.set_task(config.task.ToString());
+  req.set_incarnation(co::CoordinationService::kBeforeJoining);
+  req.set_code(static_cast<int>(error.code()));
+  req.set_message(error.message());
+  const Status sent = client.ReportError(req, wait.count(), /*wait_for_ready=*/true);
+  if (sent.ok()) {
+    MIRRORED_LOG(INFO) << "told the chief's coordination service at " << chief_address->ToString()
+                       << ", so the other tasks stop instead of waiting for this one";
+  }
 }
 
 StrategyOptions StrategyOptions::FromEnvironment() {

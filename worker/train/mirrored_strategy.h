@@ -130,6 +130,17 @@ class MirroredStrategy {
   // service). Errors: DeadlineExceeded naming missing tasks (registration),
   // Unavailable (the chief's address cannot be bound or reached),
   // Unauthenticated (wrong job token), Aborted (the job already failed).
+  // A training task of a cluster that fails before it could join (a bad flag,
+  // no usable device; Create's own errors before registering): tells the
+  // chief's coordination service, waiting up to `wait` for it to be up, so
+  // the other tasks stop at once, naming this error (exit 3; a launcher does
+  // not restart them after a configuration error), instead of waiting for
+  // this task until the registration timeout. Best effort: the chief itself,
+  // an evaluator, or a job of one task has no one to tell.
+  static void ReportFailureBeforeJoining(const ClusterConfig& config, const StrategyOptions& options,
+                                         const Status& error,
+                                         std::chrono::milliseconds wait = std::chrono::seconds(10));
+
   static StatusOr<std::unique_ptr<MirroredStrategy>> Create(const ClusterConfig& config,
                                                             const StrategyOptions& options);
   ~MirroredStrategy();
