@@ -68,16 +68,22 @@ int RunWorker(const WorkerOptions& options) {
                   static_cast<long long>(evaluated->evaluations));
       return 128 + *evaluated->stop_signal;
     }
+    // Checkpoints listed but gone (or damaged) before they could be read.
+    const std::string skipped =
+        evaluated->skipped == 0 ? ""
+                                : " (" + std::to_string(evaluated->skipped) +
+                                      " more skipped: removed or damaged before they could be evaluated)";
     if (evaluated->saw_final && evaluated->last_step == evaluated->final_step) {
-      std::printf("evaluator done: %lld checkpoint(s); final checkpoint ckpt-%lld: loss %.4f accuracy %.4f\n",
-                  static_cast<long long>(evaluated->evaluations), static_cast<long long>(evaluated->last_step),
-                  evaluated->last_loss, evaluated->last_accuracy);
+      std::printf("evaluator done: %lld checkpoint(s)%s; final checkpoint ckpt-%lld: loss %.4f accuracy %.4f\n",
+                  static_cast<long long>(evaluated->evaluations), skipped.c_str(),
+                  static_cast<long long>(evaluated->last_step), evaluated->last_loss, evaluated->last_accuracy);
     } else if (evaluated->saw_final) {
-      std::printf("evaluator done: %lld checkpoint(s); the job's last checkpoint, ckpt-%lld, was evaluated before\n",
-                  static_cast<long long>(evaluated->evaluations), static_cast<long long>(evaluated->final_step));
+      std::printf("evaluator done: %lld checkpoint(s)%s; the job's last checkpoint, ckpt-%lld, was evaluated before\n",
+                  static_cast<long long>(evaluated->evaluations), skipped.c_str(),
+                  static_cast<long long>(evaluated->final_step));
     } else {
-      std::printf("evaluator stopped after %lld checkpoint(s) without the final one\n",
-                  static_cast<long long>(evaluated->evaluations));
+      std::printf("evaluator stopped after %lld checkpoint(s)%s without the final one\n",
+                  static_cast<long long>(evaluated->evaluations), skipped.c_str());
     }
     return kExitSuccess;
   }

@@ -229,7 +229,14 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
       if (!loaded.ok()) {
         // Pruned or damaged between listing and loading: skip it, never
         // evaluate a partial one.
-        MIRRORED_LOG(WARNING) << "skipping ckpt-" << info.step << ": " << loaded.status();
+        if (loaded.status().code() == StatusCode::kNotFound) {
+          MIRRORED_LOG(WARNING) << "skipping ckpt-" << info.step << ": the chief removed it before it could be "
+                                << "evaluated (this evaluator fell more than 2 x --keep-checkpoints behind; "
+                                << loaded.status().message() << ")";
+        } else {
+          MIRRORED_LOG(WARNING) << "skipping ckpt-" << info.step << ": " << loaded.status();
+        }
+        ++summary.skipped;
         unreadable[info.step] = Skipped{loaded.status(), written(info.step)};
         done_step = std::max(done_step, info.step);
         continue;

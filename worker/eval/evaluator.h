@@ -28,6 +28,7 @@ namespace mirrored {
 
 struct EvaluationSummary {
   int64_t evaluations = 0;
+  int64_t skipped = 0;            // listed, but removed or damaged before it could be loaded
   int64_t last_step = -1;
   double last_loss = 0;
   double last_accuracy = 0;
