@@ -7,27 +7,12 @@
 
 #include "common/cluster/environment_map.h"
 #include "common/status.h"
+#include "common/unknown_flags.h"
 #include "launcher/cluster_command.h"
 #include "launcher/explain_command.h"
 #include "launcher/local_command.h"
 #include "mirrored/config.h"
 
-namespace {
-
-// The flags before `--` that `sub` does not take, as "--a, --b" ("" if none).
-std::string UnknownFlags(const CLI::App& sub, int argc, char** argv) {
-  std::string unknown;
-  for (int i = 2; i < argc && std::string(argv[i]) != "--"; ++i) {
-    const std::string a = argv[i];
-    if (a.size() < 2 || a[0] != '-') continue;  // a value
-    const std::string name = a.substr(0, a.find('='));
-    if (name == "-h" || name == "--help" || sub.get_option_no_throw(name) != nullptr) continue;
-    unknown += (unknown.empty() ? "" : ", ") + name;
-  }
-  return unknown;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"mirrored-launch: start and supervise a synchronous data-parallel training job"};
@@ -59,19 +44,23 @@ int main(int argc, char** argv) {
     } catch (const CLI::Error&) {  // not a subcommand
     }
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && sub != nullptr) {
-      if (std::string unknown = UnknownFlags(*sub, argc, argv); !unknown.empty()) {
+      if (std::string unknown = mirrored::UnknownFlags(*sub, 2, argc, argv); !unknown.empty()) {
         std::cerr << "mirrored-launch " << first << ": error: " << unknown << " is not a flag of `" << first
                   << "` (`mirrored-launch " << first << " --help` lists them; the workers' own flags go after `--`)\n";
         return mirrored::kExitUsage;
       }
     }
-    int rc = app.exit(e);
-    if (rc == 0) return 0;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    if (argc > 1 && first[0] != '-' && sub == nullptr) {
+      std::cerr << "mirrored-launch: unknown subcommand \"" << first << "\": use local, cluster or explain\n";
+      return mirrored::kExitUsage;
+    }
+    // One line, named as the others are ("Could not convert: --workers = abc").
+    const std::string command = sub != nullptr ? "mirrored-launch " + first : std::string("mirrored-launch");
+    std::cerr << command << ": error: " << e.what() << " (" << command << " --help)\n";
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
       std::cerr << "mirrored-launch: the workers' own flags go after `--`, e.g. mirrored-launch local --workers 2 "
                    "-- --model cnn --epochs 3\n";
-    } else if (argc > 1 && first[0] != '-' && first != "local" && first != "cluster" && first != "explain") {
-      std::cerr << "mirrored-launch: unknown subcommand \"" << first << "\": use local, cluster or explain\n";
     }
     return mirrored::kExitUsage;
   }

@@ -16,6 +16,7 @@
 #include "common/launcher_environment.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/unknown_flags.h"
 #include "mirrored/config.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/eval/evaluator.h"
@@ -174,10 +175,19 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    if (rc == 0) return 0;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // One line naming the flags it does not take (CLI11's lists every
+    // argument from the first one on, values included).
+    const std::string unknown = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr
+                                    ? mirrored::UnknownFlags(app, 1, argc, argv)
+                                    : std::string();
+    const std::string message = unknown.empty() ? std::string(e.what())
+                                                : unknown + (unknown.find(',') == std::string::npos ? " is not a flag"
+                                                                                                    : " are not flags") +
+                                                      " of mirrored-worker";
+    std::cerr << "mirrored-worker: error: " << message << " (mirrored-worker --help)\n";
     if (dry_run) return mirrored::kExitUsage;
-    return mirrored::FailBeforeJoining(mirrored::InvalidArgumentError(e.what()));
+    return mirrored::FailBeforeJoining(mirrored::InvalidArgumentError(message));
   }
   if (mirrored::Status s = options.Validate(); !s.ok()) {
     std::cerr << "mirrored-worker: error: " << s.message() << "\n";

@@ -212,7 +212,8 @@ TEST_F(LaunchLocalTest, DryRunChecksTheWorkersFlagsWithMirroredWorker) {
   for (const auto& [worker_args, expected] :
        std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--model", "cnn", "--epochs", "2"}, "# worker flags: checked by "},
-           {{"--model", "cnn", "--epochz", "2"}, "the workers' flags (after `--`): "},
+           {{"--model", "cnn", "--epochz", "2"},
+            "the workers' flags (after `--`): mirrored-worker: error: --epochz is not a flag of mirrored-worker"},
            {{"--lr", "-1"}, "the workers' flags (after `--`): mirrored-worker: error: --lr -1 must be a positive"}}) {
     std::vector<std::string> argv = {kLauncher, "local", "--run-dir", (dir_ / "run").string(), "--dry-run", "--"};
     argv.insert(argv.end(), worker_args.begin(), worker_args.end());
@@ -388,6 +389,13 @@ TEST_F(LaunchLocalTest, BadFlagsAreExitTwo) {
   EXPECT_NE(out.find("--model is not a flag of `local`"), std::string::npos) << out;
   EXPECT_NE(out.find("the workers' own flags go after `--`"), std::string::npos) << out;
   EXPECT_EQ(out.find("not expected"), std::string::npos) << out;  // not CLI11's list of everything after it
+  // A value CLI11 cannot convert: one line, named as the others are.
+  out.clear();
+  EXPECT_EQ(RunToEnd({"--workers", "abc"}, &out), 2);
+  EXPECT_NE(out.find("mirrored-launch local: error: Could not convert: --workers = abc (mirrored-launch local --help)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("Run with --help"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(dir_ / "run" / "logs")) << "a refused job started something";
 }
 
