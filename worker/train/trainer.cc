@@ -110,8 +110,9 @@ class ChiefLog {
       MIRRORED_ASSIGN_OR_RETURN(int64_t removed, metrics_->SupersedeAfter(step));
       if (removed > 0) {
         MIRRORED_LOG(INFO) << "metrics.jsonl: removed " << removed << " line(s) of steps after " << step
-                           << ", logged by an earlier run whose "
-                           << (checkpoint_dir.empty() ? "checkpoints are gone" : "later checkpoints are lost");
+                           << ", logged by an earlier run that "
+                           << (checkpoint_dir.empty() ? "left no checkpoint to resume from"
+                                                      : "went past this checkpoint (its later ones are lost)");
       }
     }
     if (!events_) return OkStatus();
