@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
-#include <sched.h>
 
 #include <chrono>
 #include <filesystem>
@@ -14,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/cpu_cores.h"
 #include "launcher/process/child_process.h"
 #include "tests/util/process_test_util.h"
 
@@ -332,9 +332,7 @@ TEST_F(LaunchLocalTest, ClusterEvaluatorWithoutRunDirIsExitTwo) {
 // unless the user's OMP_NUM_THREADS says otherwise; a value that is no
 // thread count is replaced by the share, with a warning.
 TEST_F(LaunchLocalTest, EveryTaskGetsItsShareOfTheCores) {
-  cpu_set_t set;
-  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
-  const int cores = CPU_COUNT(&set);  // the launcher inherits this process's mask
+  const int cores = UsableCpuCores();  // the launcher inherits this process's mask and cgroup
   auto dry_run = [&](int workers, const std::string& omp) {
     std::vector<std::string> env = {"PATH=/usr/bin:/bin"};
     if (!omp.empty()) env.push_back("OMP_NUM_THREADS=" + omp);
