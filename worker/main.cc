@@ -100,6 +100,12 @@ int RunWorker(const WorkerOptions& options) {
   so.registration_timeout = Ms(options.registration_timeout_sec);
   so.heartbeat_interval = Ms(options.heartbeat_interval_sec);
   so.heartbeat_timeout = Ms(options.heartbeat_timeout_sec);
+  // A wrong --data fails now, before joining (and says so to the chief's
+  // service), not once every task has registered.
+  if (Status files = data::FashionMnist::CheckFiles(options.data_dir, options.validate); !files.ok()) {
+    MirroredStrategy::ReportFailureBeforeJoining(*config, so, files);
+    return Fail(task, files);
+  }
   Preemption::Install();  // SIGTERM: stop at the next agreed step, checkpoint, exit 143
   // The dataset loads while the job forms (registration, Gloo rendezvous):
   // the two are independent and each takes a good part of the start-up.

@@ -136,6 +136,18 @@ TEST_F(IdxFileTest, LoadsDirectoryAndScalesPixels) {
   ExpectUsageError(FashionMnist::Load(dir_.string()).status(), "t10k-labels-idx1-ubyte.gz", "no such file");
 }
 
+// The check a task makes before it joins a job: the files Load needs are
+// there and readable (not their contents), each missing one named.
+TEST_F(IdxFileTest, CheckFilesNamesTheFirstMissingOne) {
+  WriteSplit("train", 6, 6);
+  EXPECT_TRUE(FashionMnist::CheckFiles(dir_.string(), /*with_test=*/false).ok());
+  ExpectUsageError(FashionMnist::CheckFiles(dir_.string()), "t10k-images-idx3-ubyte.gz", "no such file");
+  WriteSplit("t10k", 3, 3);
+  EXPECT_TRUE(FashionMnist::CheckFiles(dir_.string()).ok());
+  ExpectUsageError(FashionMnist::CheckFiles((dir_ / "nope").string()), "nope/train-images-idx3-ubyte.gz",
+                   "no such file");
+}
+
 TEST(FashionMnistInstalled, LoadsDebianPackage) {
   if (!fs::exists(std::string(FashionMnist::kDefaultDir) + "/train-images-idx3-ubyte.gz")) {
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";

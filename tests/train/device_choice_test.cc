@@ -220,36 +220,40 @@ TEST(DeviceChoiceWorkerTest, DeviceGpuWithoutAGpuExitsTwoNamingTheProblem) {
       << (*w)->output();
 }
 
-// A task whose flags are refused never joins; it tells the chief's service,
+// A task whose flags or --data are refused never joins; it tells the chief's service,
 // so the chief (waiting for the job to form, registration timeout 300 s)
 // stops at once naming its error, and is not restarted for it (exit 3, the
 // relayed error one of configuration).
 TEST(DeviceChoiceWorkerTest, ATaskRefusedBeforeJoiningStopsTheChiefAtOnce) {
-  auto p0 = PortReservation::Reserve();
-  auto p1 = PortReservation::Reserve();
-  ASSERT_TRUE(p0.ok() && p1.ok());
-  auto tf_config = [&](int index) {
-    return R"(TF_CONFIG={"cluster":{"worker":[")" + p0->address() + R"(",")" + p1->address() +
-           R"("]},"task":{"type":"worker","index":)" + std::to_string(index) + "}}";
-  };
   const std::string bin = std::string(MIRRORED_BIN_DIR) + "/mirrored-worker";
-  auto chief = testing_util::WorkerProcess::Start({bin, "--model", "mlp", "--device", "cpu", "--max-steps", "1"},
-                                                  {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=t", tf_config(0)});
-  ASSERT_TRUE(chief.ok()) << chief.status();
-  auto typo = testing_util::WorkerProcess::Start({bin, "--model", "mpl", "--device", "cpu", "--max-steps", "1"},
-                                                 {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=t", tf_config(1)});
-  ASSERT_TRUE(typo.ok()) << typo.status();
-  auto typo_exit = (*typo)->WaitExit(30s);
-  ASSERT_TRUE(typo_exit.has_value()) << (*typo)->output();
-  EXPECT_EQ(typo_exit->exit_code, kExitUsage) << (*typo)->output();
-  auto chief_exit = (*chief)->WaitExit(30s);
-  ASSERT_TRUE(chief_exit.has_value()) << (*chief)->output();
-  EXPECT_EQ(chief_exit->exit_code, kExitPeerFailed) << (*chief)->output();
-  EXPECT_NE((*chief)->output().find("task worker:1 failed at "), std::string::npos) << (*chief)->output();
-  EXPECT_NE((*chief)->output().find("exited with error: INVALID_ARGUMENT: --model \"mpl\" is not one of mlp, cnn, "
-                                    "resnet (before it joined the job)"),
-            std::string::npos)
-      << (*chief)->output();
+  for (const auto& [bad_flags, relayed] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--model", "mpl"}, "INVALID_ARGUMENT: --model \"mpl\" is not one of mlp, cnn, resnet"},
+           {{"--model", "mlp", "--data", "/nonexistent"},
+            "NOT_FOUND: /nonexistent/train-images-idx3-ubyte.gz: no such file"}}) {
+    auto p0 = PortReservation::Reserve();
+    auto p1 = PortReservation::Reserve();
+    ASSERT_TRUE(p0.ok() && p1.ok());
+    auto tf_config = [&](int index) {
+      return R"(TF_CONFIG={"cluster":{"worker":[")" + p0->address() + R"(",")" + p1->address() +
+             R"("]},"task":{"type":"worker","index":)" + std::to_string(index) + "}}";
+    };
+    auto chief = testing_util::WorkerProcess::Start({bin, "--model", "mlp", "--device", "cpu", "--max-steps", "1"},
+                                                    {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=t", tf_config(0)});
+    ASSERT_TRUE(chief.ok()) << chief.status();
+    std::vector<std::string> argv = {bin, "--device", "cpu", "--max-steps", "1"};
+    argv.insert(argv.end(), bad_flags.begin(), bad_flags.end());
+    auto bad = testing_util::WorkerProcess::Start(argv, {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=t", tf_config(1)});
+    ASSERT_TRUE(bad.ok()) << bad.status();
+    auto bad_exit = (*bad)->WaitExit(30s);
+    ASSERT_TRUE(bad_exit.has_value()) << (*bad)->output();
+    EXPECT_EQ(bad_exit->exit_code, kExitUsage) << (*bad)->output();
+    auto chief_exit = (*chief)->WaitExit(30s);
+    ASSERT_TRUE(chief_exit.has_value()) << (*chief)->output();
+    EXPECT_EQ(chief_exit->exit_code, kExitPeerFailed) << (*chief)->output();
+    EXPECT_NE((*chief)->output().find("task worker:1 failed at "), std::string::npos) << (*chief)->output();
+    EXPECT_NE((*chief)->output().find("exited with error: " + relayed), std::string::npos) << (*chief)->output();
+    EXPECT_NE((*chief)->output().find("(before it joined the job)"), std::string::npos) << (*chief)->output();
+  }
 }
 
 TEST(DeviceChoiceWorkerTest, DeviceAutoWithoutAGpuTrainsOnCpuReplicas) {

@@ -1,5 +1,11 @@
 #include "worker/data/fashion_mnist.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+
 #include "worker/data/idx_cache.h"
 #include "worker/data/idx_file.h"
 
@@ -39,6 +45,20 @@ StatusOr<Dataset> FashionMnist::LoadSplit(const std::string& images_path, const 
   // Pixels stay bytes (in the shared cache entry when there is one) and
   // become floats in [0, 1] per batch.
   return Dataset(28, 28, 1, images.region(), images.data(), 1.0f / 255.0f, std::move(y));
+}
+
+Status FashionMnist::CheckFiles(const std::string& dir, bool with_test) {
+  for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                           "t10k-labels-idx1-ubyte.gz"}) {
+    if (!with_test && std::string_view(name).starts_with("t10k")) continue;
+    const std::string path = dir + "/" + name;
+    if (::access(path.c_str(), R_OK) == 0) continue;
+    if (errno == ENOENT || errno == ENOTDIR) {
+      return NotFoundError(path + ": no such file (install Debian's dataset-fashion-mnist or pass --data DIR)");
+    }
+    return PermissionDeniedError(path + ": " + std::strerror(errno));
+  }
+  return OkStatus();
 }
 
 StatusOr<FashionMnist> FashionMnist::Load(const std::string& dir, bool with_test, const IdxCacheOptions& cache) {
