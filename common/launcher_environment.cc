@@ -22,4 +22,12 @@ bool LauncherSaysTrainingEnded() {
   return value != nullptr && std::string_view(value) == "1";
 }
 
+int LauncherLivenessFd() {
+  const char* v = std::getenv(kLivenessFdVariable);
+  if (v == nullptr || *v == '\0') return -1;
+  char* end = nullptr;
+  const long fd = std::strtol(v, &end, 10);
+  return *end == '\0' && fd >= 3 && fd < 1024 ? static_cast<int>(fd) : -1;
+}
+
 }  // namespace mirrored

@@ -15,11 +15,16 @@ inline constexpr char kGenerationVariable[] = "MIRRORED_GENERATION";
 inline constexpr char kTrainingEndedVariable[] = "MIRRORED_TRAINING_ENDED";
 // The secret every task of a job presents to its coordination service.
 inline constexpr char kJobTokenVariable[] = "MIRRORED_JOB_TOKEN";
+// A training task's file descriptor for signs of life to its launcher (a
+// byte every heartbeat round, "S" when heartbeats end): "3".
+inline constexpr char kLivenessFdVariable[] = "MIRRORED_LIVENESS_FD";
 
 // MIRRORED_GENERATION: nullopt when this process was not started by
 // mirrored-launch (unset or not a number).
 std::optional<int> LauncherGeneration();
 // MIRRORED_TRAINING_ENDED=1.
 bool LauncherSaysTrainingEnded();
+// MIRRORED_LIVENESS_FD: the launcher's liveness pipe, or -1.
+int LauncherLivenessFd();
 
 }  // namespace mirrored

@@ -29,7 +29,8 @@ bool HasKey(const std::string& entry, std::string_view key) {
 bool IsLauncherSetKey(const std::string& entry) {
   return HasKey(entry, "TF_CONFIG") || HasKey(entry, "CUDA_VISIBLE_DEVICES") ||
          HasKey(entry, kJobTokenVariable) || HasKey(entry, kGenerationVariable) ||
-         HasKey(entry, kTrainingEndedVariable) || HasKey(entry, "OMP_NUM_THREADS");
+         HasKey(entry, kTrainingEndedVariable) || HasKey(entry, "OMP_NUM_THREADS") ||
+         HasKey(entry, kLivenessFdVariable);
 }
 
 std::string Join(const std::vector<std::string>& parts, const char* sep) {

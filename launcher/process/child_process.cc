@@ -24,7 +24,7 @@ ProcessExit DecodeWaitStatus(int status) {
 }
 
 // Child side after fork: only async-signal-safe calls until execve.
-[[noreturn]] void ExecChild(pid_t launcher_pid, int out_write, int err_write, char* const* argv,
+[[noreturn]] void ExecChild(pid_t launcher_pid, int out_write, int err_write, int fd3, char* const* argv,
                             char* const* envp, bool search_path) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -40,6 +40,11 @@ ProcessExit DecodeWaitStatus(int status) {
   if (devnull >= 0) dup2(devnull, STDIN_FILENO);
   dup2(out_write, STDOUT_FILENO);
   dup2(out_write, STDERR_FILENO);
+  if (fd3 == 3) {
+    fcntl(3, F_SETFD, 0);  // kept across exec
+  } else if (fd3 > 3) {
+    dup2(fd3, 3);          // the copy is not close-on-exec
+  }
   if (search_path) execvpe(argv[0], argv, envp);
   else execve(argv[0], argv, envp);
   int err = errno;
@@ -89,7 +94,7 @@ std::string ProcessExit::ToString() const {
 int ProcessExit::ShellCode() const { return signal ? 128 + *signal : exit_code.value_or(1); }
 
 StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,
-                                           const std::vector<std::string>& env) {
+                                           const std::vector<std::string>& env, int fd3) {
   if (argv.empty() || argv[0].empty()) return InvalidArgumentError("no program to start");
   std::vector<char*> c_argv, c_env;
   for (const auto& a : argv) c_argv.push_back(const_cast<char*>(a.c_str()));
@@ -112,7 +117,7 @@ StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,
     for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
     return InternalError(std::string("fork: ") + strerror(err));
   }
-  if (pid == 0) ExecChild(launcher_pid, out_pipe[1], err_pipe[1], c_argv.data(), c_env.data(), search_path);
+  if (pid == 0) ExecChild(launcher_pid, out_pipe[1], err_pipe[1], fd3, c_argv.data(), c_env.data(), search_path);
 
   // Parent. Also set the group from this side, so a signal sent to the group
   // right after Spawn returns cannot miss it (either setpgid wins).

@@ -44,8 +44,10 @@ class ChildProcess {
   // InvalidArgument for an empty argv, Internal when fork/pipe fail. The
   // error is known before Spawn returns: exec failures travel back over a
   // close-on-exec pipe.
+  // `fd3` (>= 3), when given, is the child's file descriptor 3 (the caller
+  // keeps and closes its own copy).
   static StatusOr<ChildProcess> Spawn(const std::vector<std::string>& argv,
-                                      const std::vector<std::string>& env);
+                                      const std::vector<std::string>& env, int fd3 = -1);
 
   // Runs argv to its end and returns its exit and its stdout + stderr;
   // DeadlineExceeded (the child killed) when it runs past `timeout`.

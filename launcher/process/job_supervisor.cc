@@ -31,7 +31,10 @@ struct RunningTask {
   int out_fd = -1;  // owned once taken from the child; -1 at EOF
   std::optional<int> signal_sent;  // the first signal we sent it
   bool killed = false;              // we sent SIGKILL after the grace period
-  bool stalled = false;             // an evaluator stopped for printing nothing after training ended
+  bool stalled = false;             // stopped as hung: an evaluator silent after training, a frozen task
+  int liveness_fd = -1;             // read end of its fd 3 (training tasks); -1 at EOF
+  bool liveness_armed = false;      // it wrote a sign of life, and not "S" since
+  std::chrono::steady_clock::time_point last_alive = std::chrono::steady_clock::now();
   int restarts = 0;                 // an evaluator's restarts alone
   std::optional<std::chrono::steady_clock::time_point> restart_at;  // it failed: started again then
   std::optional<ProcessExit> failed_exit;                            // ... after this exit
@@ -140,6 +143,7 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
     for (auto& t : running) {
       CloseFd(t.out_fd);
       CloseFd(t.log_fd);
+      CloseFd(t.liveness_fd);
     }
   };
 
@@ -256,7 +260,15 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
     if (t.log_fd >= 0) WriteLogHeader(t.log_fd, tasks[i].name + " started");
     t.tee = std::make_unique<LineTee>("[" + tasks[i].name + "] ", console_, t.log_fd,
                                       options_.keep_last_lines);
-    auto child = ChildProcess::Spawn(tasks[i].argv, tasks[i].env);
+    // A training task's signs of life (SupervisorOptions::liveness_timeout).
+    int liveness[2] = {-1, -1};
+    std::vector<std::string> env = tasks[i].env;
+    if (tasks[i].is_training && pipe2(liveness, O_CLOEXEC | O_NONBLOCK) == 0) {
+      env.push_back(std::string(kLivenessFdVariable) + "=3");
+    }
+    auto child = ChildProcess::Spawn(tasks[i].argv, env, liveness[1]);
+    CloseFd(liveness[1]);
+    t.liveness_fd = liveness[0];
     if (!child.ok()) {
       signal_live(SIGKILL);
       for (auto& r : running)
@@ -287,6 +299,10 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
         fds.push_back({t.child->pid_fd(), POLLIN, 0});
         owners.push_back({i, true});
       }
+      if (t.liveness_fd >= 0) {
+        fds.push_back({t.liveness_fd, POLLIN, 0});
+        owners.push_back({i + running.size(), false});  // past the tasks: a liveness pipe
+      }
     }
     // Without pidfds (old kernels) fall back to checking exits every 50 ms.
     int timeout_ms = 1000;
@@ -303,6 +319,12 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
     }
     if (stop_at && !kill_deadline) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*stop_at - Clock::now());
+      timeout_ms = std::clamp<int>(static_cast<int>(left.count()) + 1, 0, timeout_ms);
+    }
+    for (auto& t : running) {
+      if (!t.liveness_armed || t.result) continue;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t.last_alive + options_.liveness_timeout -
+                                                                        Clock::now());
       timeout_ms = std::clamp<int>(static_cast<int>(left.count()) + 1, 0, timeout_ms);
     }
     int ready = poll(fds.data(), fds.size(), timeout_ms);
@@ -341,6 +363,18 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
       }
     }
     for (size_t k = 1; k < fds.size(); ++k) {
+      if (owners[k].first >= running.size()) {  // a liveness pipe
+        RunningTask& t = running[owners[k].first - running.size()];
+        if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        char buf[64];
+        ssize_t n;
+        while ((n = read(t.liveness_fd, buf, sizeof(buf))) > 0) {
+          t.last_alive = Clock::now();
+          t.liveness_armed = buf[n - 1] != 'S';
+        }
+        if (n == 0) CloseFd(t.liveness_fd);  // it exited (or closed it)
+        continue;
+      }
       RunningTask& t = running[owners[k].first];
       if (!owners[k].second && (fds[k].revents & (POLLIN | POLLHUP | POLLERR))) {
         PumpOutput(t);
@@ -390,6 +424,25 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
                               t.launch->name + " printed nothing for " +
                                   SecondsText(options_.evaluator_stall_timeout) +
                                   " after training ended: stopping it (hung?)");
+        }
+        begin_stop(SIGTERM);
+      }
+    }
+    // A training task that showed signs of life and then none for
+    // liveness_timeout, still running: frozen. Woken (begin_stop sends
+    // SIGCONT) and stopped; it fails the job as itself.
+    if (!kill_deadline && !outcome.stop_signal) {
+      for (auto& t : running) {
+        if (t.result || t.restart_at || !t.liveness_armed || Clock::now() - t.last_alive < options_.liveness_timeout) {
+          continue;
+        }
+        t.stalled = true;
+        t.liveness_armed = false;
+        if (console_ != nullptr) {
+          console_->WriteLine("[mirrored-launch] ", t.launch->name + " showed no sign of life for " +
+                                                        SecondsText(Clock::now() - t.last_alive) +
+                                                        " (stopped or hung: its heartbeats stopped): waking and "
+                                                        "stopping it");
         }
         begin_stop(SIGTERM);
       }

@@ -81,6 +81,14 @@ struct SupervisorOptions {
   // they are stopped, so the report (and whether the job is restarted: exit
   // 2 never is) goes by the root cause, not by which exit was reaped first.
   std::chrono::milliseconds peer_exit_wait{5000};
+  // A training task gets a pipe as its fd 3 (MIRRORED_LIVENESS_FD=3); a
+  // mirrored worker writes a byte to it every heartbeat round once it has
+  // joined, and "S" when it stops heartbeating (its exit barrier). A task
+  // that wrote and then fell silent this long, still running, did not run
+  // (stopped, hung): it is woken and stopped, and the report names it as
+  // frozen. On a cluster host nothing else would end it: its peers on other
+  // hosts only exit. A task that never writes is never judged.
+  std::chrono::milliseconds liveness_timeout{30000};
 };
 
 class JobSupervisor {

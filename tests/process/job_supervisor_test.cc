@@ -412,6 +412,29 @@ TEST_F(JobSupervisorTest, TwoStopSignalsAtOnceAreOneRequest) {
   EXPECT_EQ(Slurp(dir_ / "console").find("again: killing every task"), std::string::npos);
 }
 
+// A training task's fd 3 carries its signs of life. One that wrote and then
+// fell silent, still running, is frozen: woken and stopped, and it is the
+// job's failure (on a cluster host nothing else would end it). One that
+// said "S" (its heartbeats ended) or never wrote is not judged.
+TEST_F(JobSupervisorTest, ATaskThatFellSilentOnItsLivenessPipeIsStoppedAsFrozen) {
+  JobSupervisor supervisor(console_.get(), {.grace_period = 2s, .liveness_timeout = 300ms});
+  auto outcome = supervisor.Run({Shell("worker:0", "[ \"$MIRRORED_LIVENESS_FD\" = 3 ] && printf h >&3; exec sleep 30"),
+                                 Shell("worker:1", "printf hS >&3; sleep 1")});
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  ASSERT_TRUE(outcome->first_failure.has_value());
+  EXPECT_EQ(outcome->first_failure->name, "worker:0");
+  EXPECT_EQ(outcome->first_failure->exit.signal, SIGTERM);
+  EXPECT_FALSE(outcome->first_failure->stopped_by_supervisor);
+  EXPECT_NE(Slurp(dir_ / "console").find("[mirrored-launch] worker:0 showed no sign of life for "), std::string::npos)
+      << Slurp(dir_ / "console");
+  EXPECT_EQ(Slurp(dir_ / "console").find("worker:1 showed no sign"), std::string::npos);
+
+  JobSupervisor quiet(console_.get(), {.grace_period = 2s, .liveness_timeout = 300ms});
+  auto fine = quiet.Run({Shell("worker:0", "sleep 1"), Shell("worker:1", "printf hS >&3; sleep 1")});
+  ASSERT_TRUE(fine.ok()) << fine.status();
+  EXPECT_TRUE(fine->success());
+}
+
 TEST_F(JobSupervisorTest, TaskThatCannotStartIsAnErrorNamingIt) {
   JobSupervisor supervisor(console_.get(), {.grace_period = 2s});
   TaskLaunch missing = Shell("worker:1", "");

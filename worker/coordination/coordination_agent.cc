@@ -273,6 +273,11 @@ void CoordinationAgent::HeartbeatLoop() {
       freeze_ms_ = *frozen;
       freeze_seen_ns_ = heartbeat_round_ns_.load();
     }
+    // A sign of life for the launcher (non-blocking: a full pipe is as good);
+    // rounds over 10 s apart are too sparse for its 30 s: none then.
+    if (options_.liveness_fd >= 0 && options_.heartbeat_interval_ms <= 10000) {
+      (void)!write(options_.liveness_fd, "h", 1);
+    }
     rpc::HeartbeatRequest req;
     req.set_task(options_.task_name);
     req.set_incarnation(incarnation_);
@@ -295,6 +300,9 @@ void CoordinationAgent::HeartbeatLoop() {
     }
     lock.lock();
   }
+  // No more rounds (shutdown, error): the launcher must not take the silence
+  // for a freeze.
+  if (options_.liveness_fd >= 0) (void)!write(options_.liveness_fd, "S", 1);
 }
 
 void CoordinationAgent::PollLoop() {

@@ -74,6 +74,10 @@ struct CoordinationAgentOptions {
   // How many collectives this task has started (its first replica's), sent
   // with every heartbeat for Progress(); null: 0.
   std::shared_ptr<const std::atomic<uint64_t>> collectives_started;
+  // The launcher's liveness pipe (LauncherLivenessFd(); -1: none): a byte
+  // every heartbeat round (none with rounds over 10 s apart), "S" when the
+  // rounds end.
+  int liveness_fd = -1;
 };
 
 class CoordinationAgent {

@@ -302,6 +302,7 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
     // SIGTERM from the launcher (stopping the job) ends that wait.
     ao.stop_waiting = [] { return Preemption::Requested(); };
     ao.collectives_started = s->collectives_started_;
+    ao.liveness_fd = LauncherLivenessFd();
     s->agent_ = std::make_unique<co::CoordinationAgent>(ao);
     MirroredStrategy* raw = s.get();
     s->agent_->SetErrorCallback([raw](const Status& e) { raw->OnJobError(e); });
