@@ -309,19 +309,44 @@ TEST_F(CoordinationGrpcTest, RestartedTaskIsRecognisedAndFailsTheJob) {
 
 // A second process given a running task on the same host, not a launcher's
 // restart (a launcher started twice, a duplicated step): while the task's
-// process is connected and heartbeating it is refused alone (exit 2), and
-// the job goes on. Before, it was taken for a restart: the job failed, and
-// with --max-restarts the two knocked each other out until none was left.
+// process is connected and heartbeating it waits a heartbeat timeout (the
+// old one may be stopping), then is refused alone (exit 2), and the job goes
+// on. Before, it was taken for a restart: the job failed, and with
+// --max-restarts the two knocked each other out until none was left.
 TEST_F(CoordinationGrpcTest, ASecondProcessOfARunningTaskOnTheSameHostIsRefusedAlone) {
   StartService(2);
   auto agents = ConnectAll(2);
   CoordinationAgent second(AgentOptions("worker:0"));
+  const auto start = std::chrono::steady_clock::now();
   const Status s = second.Connect();
+  const auto waited = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
-  EXPECT_NE(s.message().find("task worker:0 is already running, registered from "), std::string::npos) << s;
-  EXPECT_NE(s.message().find("still connected); this second process claiming it"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("task worker:0 is still running: its process on "), std::string::npos) << s;
+  EXPECT_NE(s.message().find("this second process claiming it"), std::string::npos) << s;
+  EXPECT_GE(waited, std::chrono::milliseconds(service_heartbeat_timeout_ms_));
   EXPECT_FALSE(service_->job_error().has_value()) << service_->job_error()->message();
   EXPECT_EQ(service_->task_state("worker:0"), TaskState::kConnected);
+}
+
+// The same, but the task's process ends while the newcomer waits (a Ctrl-C
+// and an immediate re-run): the newcomer is not refused as a second process;
+// it learns what any task would, that worker:0's process is gone.
+TEST_F(CoordinationGrpcTest, ASecondProcessOnTheSameHostWaitsForTheOldOneToEnd) {
+  StartService(2);
+  auto agents = ConnectAll(2);
+  std::atomic<bool> told_to_wait{false};
+  CoordinationAgentOptions o = AgentOptions("worker:0");
+  o.stop_waiting = [&] {  // asked between registrations only after a "wait" answer
+    told_to_wait = true;
+    return false;
+  };
+  CoordinationAgent second(o);
+  auto connected = std::async(std::launch::async, [&] { return second.Connect(); });
+  ASSERT_TRUE(WaitFor([&] { return told_to_wait.load(); }, std::chrono::seconds(5)));
+  agents[1].reset();  // worker:0's process ends without its exit barrier
+  const Status s = connected.get();
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+  EXPECT_NE(s.message().find("task worker:0 failed"), std::string::npos) << s;
 }
 
 // A launcher restarts its task while the chief of the generation that failed

@@ -220,7 +220,7 @@ TEST_F(CoordinationServiceTest, ASecondProcessClaimingARunningTaskFromAnotherHos
   ASSERT_TRUE(second.has_value());
   EXPECT_EQ(second->status().code(), StatusCode::kInvalidArgument) << second->status();
   EXPECT_NE(second->status().message().find("task worker:0 is already running, registered from 10.0.0.2 (its last "
-                                            "heartbeat 0 ms ago, still connected); this second process claiming it, "
+                                            "heartbeat 0 ms ago); this second process claiming it, "
                                             "from 10.0.0.3, "
                                             "is refused"),
             std::string::npos)
@@ -229,15 +229,34 @@ TEST_F(CoordinationServiceTest, ASecondProcessClaimingARunningTaskFromAnotherHos
   EXPECT_TRUE(s->Heartbeat("chief:0", 1).ok());
 
   // From its own host while its process holds its error poll open: not a
-  // launcher's restart is a second process, refused; a launcher's restart
-  // fails the job.
+  // launcher's restart is told to wait (the old process may be stopping),
+  // and refused once the old one stayed alive a heartbeat timeout (1000 ms
+  // here) after that first answer; a launcher's restart fails the job.
   std::optional<Status> polled;
   s->PollForErrorAsync("worker:0", 2, [&](const Status& e) { polled = e; });
-  std::optional<StatusOr<RegisteredView>> again;
-  s->RegisterTaskAsync({.task = "worker:0", .incarnation = 4, .device_count = 1, .peer = "ipv4:10.0.0.2:40003"},
-                       [&](const auto& v) { again = v; });
-  ASSERT_TRUE(again.has_value());
-  EXPECT_EQ(again->status().code(), StatusCode::kInvalidArgument) << again->status();
+  auto claim = [&](uint64_t incarnation) {
+    std::optional<StatusOr<RegisteredView>> answer;
+    s->RegisterTaskAsync(
+        {.task = "worker:0", .incarnation = incarnation, .device_count = 1, .peer = "ipv4:10.0.0.2:40003"},
+        [&](const auto& v) { answer = v; });
+    EXPECT_TRUE(answer.has_value());
+    return answer ? answer->status() : InternalError("no answer");
+  };
+  for (int i = 0; i < 2; ++i) {
+    const Status waiting = claim(4);
+    EXPECT_EQ(waiting.code(), StatusCode::kUnavailable) << waiting;
+    EXPECT_NE(waiting.message().find(kPreviousProcessStillRunning), std::string::npos) << waiting;
+    now_ += 600;
+    ASSERT_TRUE(s->Heartbeat("worker:0", 2).ok());
+    ASSERT_TRUE(s->Heartbeat("chief:0", 1).ok());
+  }
+  const Status refused = claim(4);  // 1200 ms after its first answer
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused;
+  EXPECT_NE(refused.message().find("task worker:0 is still running: its process on 10.0.0.2 kept heartbeating and "
+                                   "stayed connected for the 1200 ms this second process waited"),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.message().find("stop the other process running it on 10.0.0.2"), std::string::npos) << refused;
   EXPECT_FALSE(polled.has_value());
   std::optional<StatusOr<RegisteredView>> restarted;
   s->RegisterTaskAsync(

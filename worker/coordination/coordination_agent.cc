@@ -11,6 +11,7 @@
 
 #include "common/logging.h"
 #include "common/seconds_text.h"
+#include "worker/coordination/coordination_service.h"
 #include "worker/coordination/task_failure.h"
 
 namespace mirrored::coordination {
@@ -179,6 +180,7 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
   const auto deadline = Now() + std::chrono::milliseconds(options_.registration_timeout_ms + margin_ms);
   auto pause = std::chrono::milliseconds(50);
   std::optional<Status> failed_generation;  // what the old service last said
+  bool claim_waiting = false;                // told to wait for the task's previous process
   auto gave_up = [&] {
     return DeadlineExceededError("task " + options_.task_name + " could not rendezvous within " +
                                  std::to_string(options_.registration_timeout_ms) + " ms: " + ServiceName() +
@@ -198,6 +200,25 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
     // away under the call (the old chief exiting; the agent's own stop is
     // checked below).
     const StatusCode code = resp.status().code();
+    if (code == StatusCode::kUnavailable &&
+        resp.status().message().find(kPreviousProcessStillRunning) != std::string_view::npos) {
+      // The task's earlier process on this host may be stopping: the
+      // service answers so until it ends, or refuses this one for good.
+      if (!claim_waiting) {
+        MIRRORED_LOG(WARNING) << resp.status().message();
+        claim_waiting = true;
+      }
+      if (!WaitBeforeRegisteringAgain(deadline, pause)) {
+        return CancelledError("task " + options_.task_name + ": stopped while registering");
+      }
+      if (Now() >= deadline) return resp;
+      if (options_.stop_waiting && options_.stop_waiting()) {
+        return CancelledError("task " + options_.task_name + ": stopped by a signal while waiting for its previous "
+                              "process to end");
+      }
+      pause = std::min(pause * 2, std::chrono::milliseconds(1000));
+      continue;
+    }
     if (resp.ok() || !options_.restarted) return resp;
     // The chief failed before this generation could form and serves only
     // that error (MirroredStrategy::ReportFailureBeforeJoining): no next
@@ -217,10 +238,7 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
     failed_generation = resp.status();
     // Until the old chief exits and the new one listens: poll with backoff,
     // within the registration deadline, and stop early if the agent stops.
-    std::unique_lock<std::mutex> lock(mu_);
-    const auto wake = std::min(deadline, Now() + pause);
-    cv_.wait_until(lock, wake, [this] { return stopping_ || state_ != State::kRegistering; });
-    if (stopping_ || state_ != State::kRegistering) {
+    if (!WaitBeforeRegisteringAgain(deadline, pause)) {
       return CancelledError("task " + options_.task_name + ": stopped while registering");
     }
     if (Now() >= deadline) return gave_up();
@@ -229,6 +247,14 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
     }
     pause = std::min(pause * 2, std::chrono::milliseconds(1000));
   }
+}
+
+bool CoordinationAgent::WaitBeforeRegisteringAgain(std::chrono::steady_clock::time_point deadline,
+                                                   std::chrono::milliseconds pause) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto wake = std::min(deadline, Now() + pause);
+  cv_.wait_until(lock, wake, [this] { return stopping_ || state_ != State::kRegistering; });
+  return !stopping_ && state_ == State::kRegistering;
 }
 
 std::chrono::steady_clock::time_point CoordinationAgent::Clock() const {

@@ -147,12 +147,16 @@ class CoordinationAgent {
   Status ServiceLost(const Status& cause) const;
   // Enters kError (first error wins), cancels in-flight calls, runs the callback.
   void SetError(const Status& error);
-  // Register, retried past the failed generation's service (`restarted`).
+  // Register, retried past the failed generation's service (`restarted`),
+  // and while the service says the task's previous process still runs.
   // One Register call, cancelled when options_.stop_waiting says so
   // (*stopped set, Cancelled returned).
   StatusOr<rpc::RegisterResponse> RegisterUnlessStopped(const rpc::RegisterRequest& req, int64_t timeout_ms,
                                                         bool* stopped);
   StatusOr<rpc::RegisterResponse> RegisterPastFailedGeneration(const rpc::RegisterRequest& req);
+  // Waits `pause` (not past `deadline`) before registering again; false
+  // when the agent stopped meanwhile.
+  bool WaitBeforeRegisteringAgain(std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds pause);
   void HeartbeatLoop();
   void PollLoop();
   std::chrono::steady_clock::time_point Clock() const;

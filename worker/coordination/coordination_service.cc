@@ -31,10 +31,13 @@ std::string Unbracketed(const std::string& host) {
 
 // Two processes given the same task: the newcomer, from `host`, is refused
 // (InvalidArgument: exit 2); `holder` says why the first one is the task.
-Status SecondClaimRefused(const std::string& task, const std::string& holder, const std::string& host) {
+Status SecondClaimRefused(const std::string& task, const std::string& holder, const std::string& host,
+                          bool same_host = false) {
+  const std::string advice = same_host ? "stop the other process running it on " + host +
+                                             ", another launcher's or job's, or check TF_CONFIG's \"task\" there"
+                                       : "check TF_CONFIG's \"task\" on " + host;
   return InvalidArgumentError("task " + task + " is " + holder + "; this second process claiming it, from " + host +
-                              ", is refused: every process of a job needs its own task (check TF_CONFIG's \"task\" "
-                              "on " + host + ")");
+                              ", is refused: every process of a job needs its own task (" + advice + ")");
 }
 
 bool IsIpLiteral(const std::string& host) {
@@ -228,16 +231,43 @@ void CoordinationService::RegisterTaskAsync(const Registration& registration, Re
       for (const auto& [id, poll] : polls_) {
         polling = polling || (poll.task_index == index && poll.incarnation == t.incarnation);
       }
-      const bool duplicate = alive && ((!t.host.empty() && !host.empty() && t.host != host) || (!restarted && polling));
+      const bool other_host = !t.host.empty() && !host.empty() && t.host != host;
+      const bool same_host_claim = !other_host && !restarted && polling;
+      const std::string from = host.empty() ? "?" : host;
+      if (!alive || !same_host_claim || t.waiting_claim_incarnation != incarnation) {
+        t.waiting_claim_incarnation = 0;  // a newcomer's wait starts with its first answer
+      }
       if (t.incarnation == incarnation) {
         answer = *view_;  // a retried Register of the same process
         answer->task_index = index;
-      } else if (duplicate) {
+      } else if (alive && other_host) {
         immediate = SecondClaimRefused(task,
-                                       "already running, registered from " + (t.host.empty() ? "?" : t.host) +
-                                           " (its last heartbeat " + std::to_string(since_heartbeat) +
-                                           " ms ago, still connected)",
-                                       host.empty() ? "?" : host);
+                                       "already running, registered from " + t.host + " (its last heartbeat " +
+                                           std::to_string(since_heartbeat) + " ms ago)",
+                                       from);
+      } else if (alive && same_host_claim) {
+        // Another process of this host, not started again by a launcher:
+        // the task's process may be stopping (a Ctrl-C and an immediate
+        // re-run), so the newcomer waits out one heartbeat timeout before
+        // it is taken for a second process given the same task.
+        if (t.waiting_claim_incarnation == 0) {
+          t.waiting_claim_incarnation = incarnation;
+          t.waiting_claim_since_ms = options_.now_ms();
+        }
+        const int64_t waited_ms = options_.now_ms() - t.waiting_claim_since_ms;
+        if (waited_ms < options_.heartbeat_timeout_ms) {
+          immediate = UnavailableError(
+              "task " + task + ": " + std::string(kPreviousProcessStillRunning) + " (on " + from +
+              ", last heartbeat " + std::to_string(since_heartbeat) + " ms ago, still connected); this new process " +
+              "waits up to " + std::to_string(options_.heartbeat_timeout_ms) +
+              " ms for it to end before it is refused as a second process given the same task");
+        } else {
+          immediate = SecondClaimRefused(
+              task,
+              "still running: its process on " + from + " kept heartbeating and stayed connected for the " +
+                  std::to_string(waited_ms) + " ms this second process waited",
+              from, /*same_host=*/true);
+        }
       } else {
         FailTaskLocked(index,
                        "restarted with a new incarnation " + std::to_string(incarnation) +

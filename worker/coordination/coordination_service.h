@@ -38,6 +38,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -70,6 +71,11 @@ struct CoordinationServiceOptions {
   std::string cluster;
 };
 
+// In the message of Register's Unavailable answer to a second process of a
+// running task from its own host: the agent registers again until the
+// earlier process ends or the service refuses the claim for good.
+inline constexpr std::string_view kPreviousProcessStillRunning = "its previous process is still running";
+
 struct RegisteredView {
   ClusterView view;
   int task_index = -1;
@@ -101,12 +107,17 @@ class CoordinationService {
   // Aborted with the job error (including: this task re-registered with a
   // new incarnation after rendezvous, which fails the job as "restarted");
   // Internal when the NCCL id cannot be made; Unavailable after Stop().
-  // A second process claiming a running task from another host, or from
-  // the same host without being a launcher's restart while the task's
-  // process is alive (its error poll open, a heartbeat within 2 s), is
-  // refused alone (InvalidArgument), not taken for that task's restart; a task
-  // whose cluster differs from the chief's fails registration for every
-  // task (InvalidArgument).
+  // A second process claiming a running task from another host while the
+  // task's process is alive (a heartbeat within 2 s) is refused alone
+  // (InvalidArgument), not taken for that task's restart. From the same host
+  // without being a launcher's restart while the task's process is alive
+  // (also its error poll open), it is told Unavailable with
+  // kPreviousProcessStillRunning (the agent retries: the old process may be
+  // stopping, as after a Ctrl-C and an immediate re-run), and refused
+  // (InvalidArgument) only once the old process stayed alive for
+  // heartbeat_timeout_ms after that first answer. A task whose cluster
+  // differs from the chief's fails registration for every task
+  // (InvalidArgument).
   struct Registration {
     std::string task = {};     // "worker:1"
     uint64_t incarnation = 0;  // this process's, new on every start
@@ -211,6 +222,10 @@ class CoordinationService {
     int64_t progress_ms = 0;     // when `collectives` last changed
     std::string host;  // the registered process's (PeerHost), "" when unknown
     bool told_job_error = false;  // a registration of it was answered with the job error
+    // A second process from the task's own host, not a launcher's restart,
+    // told to wait while this one is alive: the first such answer's time.
+    uint64_t waiting_claim_incarnation = 0;
+    int64_t waiting_claim_since_ms = 0;
   };
   struct Poll {
     int task_index;
