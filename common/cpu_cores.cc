@@ -1,6 +1,7 @@
 #include "common/cpu_cores.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -67,6 +68,11 @@ int UsableCpuCores() {
   if (!quota) quota = CgroupV1Cpus();
   if (quota) cpus = std::min(cpus, *quota);
   return std::max(1, cpus);
+}
+
+int OnlineCpuCores() {
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? static_cast<int>(online) : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 std::optional<int> ParseThreadCount(const std::string& text) {

@@ -18,6 +18,9 @@ namespace mirrored {
 // cpu.cfs_quota_us / cpu.cfs_period_us; rounded up). At least 1.
 int UsableCpuCores();
 
+// The machine's online CPUs, whatever this process may use of them.
+int OnlineCpuCores();
+
 // A thread count as OMP_NUM_THREADS gives one: "1" to "4096"; nullopt for
 // anything else ("", "0", "4,2", "two").
 std::optional<int> ParseThreadCount(const std::string& text);

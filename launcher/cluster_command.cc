@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <sys/stat.h>
 
+#include "common/cpu_cores.h"
 #include "common/launcher_environment.h"
 #include "common/cluster/tf_config_parser.h"
 #include "launcher/job/local_job_plan.h"
@@ -42,6 +45,29 @@ void ClusterCommand::Register(CLI::App& app) {
   subcommand_->add_option("worker_args", worker_args_, "Arguments for the task, after --");
 }
 
+namespace {
+
+// The training tasks the cluster lists at this task's host share its cores.
+// Unless something already split them (an affinity mask or a CPU quota
+// narrower than the machine: Slurm's binding, a container's limit) or the
+// user set OMP_NUM_THREADS, each gets its share, as `local` gives its
+// workers: all of them on every core would oversubscribe the cores (and
+// libgomp's spinning waits collapse throughput). nullopt: nothing to set.
+struct CoreShare {
+  int tasks_here = 1;
+  int cores = 1;
+  int threads = 1;
+};
+std::optional<CoreShare> CoreShareOf(const ClusterConfig& config, const EnvironmentMap& env) {
+  if (config.is_single_local_task || config.IsEvaluator()) return std::nullopt;
+  const int here = config.cluster.TrainingTasksAtHostOf(config.task);
+  const int cores = UsableCpuCores();
+  if (here < 2 || Lookup(env, "OMP_NUM_THREADS") || cores < OnlineCpuCores()) return std::nullopt;
+  return CoreShare{.tasks_here = here, .cores = cores, .threads = std::max(1, cores / here)};
+}
+
+}  // namespace
+
 StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int generation,
                                               ClusterConfig* resolved) const {
   ExplainCommand::Options resolve = resolve_;
@@ -61,6 +87,9 @@ StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int gen
   // The worker always reads TF_CONFIG, whatever source the launcher used.
   t.env.push_back("TF_CONFIG=" + config.ToTfConfigJson());
   t.env.push_back(std::string(kGenerationVariable) + "=" + std::to_string(generation));
+  if (std::optional<CoreShare> share = CoreShareOf(config, env)) {
+    t.env.push_back("OMP_NUM_THREADS=" + std::to_string(share->threads));
+  }
   t.argv = {binary};
   t.argv.insert(t.argv.end(), worker_args_.begin(), worker_args_.end());
   t.argv.insert(t.argv.end(), {"--run-dir", run_dir});
@@ -115,6 +144,21 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
   if (!Lookup(env, kJobTokenVariable)) {
     err << "mirrored-launch: warning: MIRRORED_JOB_TOKEN is not set: the coordination service will serve "
            "anyone who can reach it; set the same secret on every host\n";
+  }
+  if (std::optional<CoreShare> share = CoreShareOf(config, env)) {
+    err << "mirrored-launch: " << share->tasks_here << " training tasks of the cluster are listed at "
+        << config.cluster.AddressOf(config.task)->host << ": " << first->name << " computes with OMP_NUM_THREADS="
+        << share->threads << " (the " << share->cores << " core(s) here / " << share->tasks_here
+        << "; set OMP_NUM_THREADS to choose)\n";
+  } else if (const std::optional<std::string> user = Lookup(env, "OMP_NUM_THREADS");
+             user && !config.IsEvaluator() && !config.is_single_local_task) {
+    const int here = config.cluster.TrainingTasksAtHostOf(config.task);
+    const std::optional<int> n = ParseThreadCount(*user);
+    if (here > 1 && n && static_cast<int64_t>(*n) * here > OnlineCpuCores()) {
+      err << "mirrored-launch: warning: OMP_NUM_THREADS " << *n << " x " << here
+          << " training tasks listed at this host is more than the " << OnlineCpuCores()
+          << " core(s) here: the tasks' threads will wait for each other's cores\n";
+    }
   }
   if (dry_run_) {
     out << "# mirrored-launch cluster --dry-run: task " << first->name << " of this host, run directory "

@@ -1,5 +1,8 @@
 #include "common/cluster/cluster_spec.h"
 
+#include <algorithm>
+#include <cctype>
+
 namespace mirrored {
 
 Status ClusterSpec::ValidateJobName(const std::string& job) {
@@ -74,6 +77,29 @@ std::vector<TaskId> ClusterSpec::TrainingTasks() const {
     for (int i = 0; i < n; ++i) tasks.push_back(TaskId{std::string(job), i});
   }
   return tasks;
+}
+
+namespace {
+
+// A host as the same machine is named: lower case, every loopback one "".
+std::string MachineKey(const std::string& host) {
+  std::string key = host;
+  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (key == "localhost" || key.rfind("127.", 0) == 0 || key == "::1") return "";
+  return key;
+}
+
+}  // namespace
+
+int ClusterSpec::TrainingTasksAtHostOf(const TaskId& task) const {
+  const std::optional<HostPort> mine = AddressOf(task);
+  if (!mine) return 0;
+  const std::string key = MachineKey(mine->host);
+  int n = 0;
+  for (const TaskId& t : TrainingTasks()) {
+    if (MachineKey(AddressOf(t)->host) == key) ++n;
+  }
+  return n;
 }
 
 std::optional<int> ClusterSpec::RankOf(const TaskId& task) const {

@@ -62,6 +62,12 @@ class ClusterSpec {
 
   std::optional<HostPort> EvaluatorAddress() const;
 
+  // The training tasks listed at the same host as `task` (itself included
+  // when it trains): hosts compared case-insensitively, every loopback
+  // name ("localhost", 127.x.x.x, ::1) as one. 0 for a task not in the
+  // spec. Names that differ but resolve alike are not matched.
+  int TrainingTasksAtHostOf(const TaskId& task) const;
+
  private:
   explicit ClusterSpec(JobMap jobs) : jobs_(std::move(jobs)) {}
   JobMap jobs_;

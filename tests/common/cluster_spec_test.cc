@@ -59,6 +59,23 @@ TEST(ClusterSpecTest, ChiefFirstThenWorkersByIndex) {
   EXPECT_EQ(spec->AddressOf({"worker", 5}), std::nullopt);
 }
 
+// Tasks listed at one host share its cores: hosts compared case-
+// insensitively, every loopback name as one; the evaluator is no training
+// task.
+TEST(ClusterSpecTest, CountsTheTrainingTasksListedAtATasksHost) {
+  StatusOr<ClusterSpec> spec = ClusterSpec::Create({{"chief", {Addr("127.0.0.1:1")}},
+                                                    {"worker", {Addr("localhost:2"), Addr("H1:3"), Addr("h1:4"),
+                                                                Addr("[::1]:5"), Addr("h2:6")}},
+                                                    {"evaluator", {Addr("h1:7")}}});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->TrainingTasksAtHostOf({"chief", 0}), 3);
+  EXPECT_EQ(spec->TrainingTasksAtHostOf({"worker", 3}), 3);
+  EXPECT_EQ(spec->TrainingTasksAtHostOf({"worker", 1}), 2);
+  EXPECT_EQ(spec->TrainingTasksAtHostOf({"evaluator", 0}), 2);
+  EXPECT_EQ(spec->TrainingTasksAtHostOf({"worker", 4}), 1);
+  EXPECT_EQ(spec->TrainingTasksAtHostOf({"worker", 9}), 0);
+}
+
 TEST(ClusterSpecTest, WorkerZeroIsChiefWithoutChiefJob) {
   StatusOr<ClusterSpec> spec = ClusterSpec::Create({{"worker", {Addr("w0:1"), Addr("w1:1")}}});
   ASSERT_TRUE(spec.ok());

@@ -360,6 +360,43 @@ TEST_F(LaunchLocalTest, EveryTaskGetsItsShareOfTheCores) {
   EXPECT_NE(out.find("warning: OMP_NUM_THREADS \"4,2\" is not a thread count"), std::string::npos) << out;
 }
 
+// `cluster`: the training tasks the cluster lists at this host share its
+// cores (as `local`'s workers do) unless the user set OMP_NUM_THREADS or
+// something already narrowed the CPUs (a mask or quota below the machine's).
+TEST_F(LaunchLocalTest, ClusterTasksListedAtOneHostShareItsCores) {
+  const std::string cluster = R"({"cluster":{"chief":["127.0.0.1:1"],"worker":["localhost:2","h3:3"]},)";
+  auto dry_run = [&](const std::string& task, const std::string& omp) {
+    std::vector<std::string> env = {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=t", "TF_CONFIG=" + cluster + task};
+    if (!omp.empty()) env.push_back("OMP_NUM_THREADS=" + omp);
+    auto child = ChildProcess::Spawn(
+        {kLauncher, "cluster", "--run-dir", (dir_ / "run").string(), "--dry-run", "--worker-binary", kFakeWorker},
+        env);
+    EXPECT_TRUE(child.ok()) << child.status();
+    std::string out;
+    EXPECT_EQ(Finish(*child, &out), 0) << out;
+    return out;
+  };
+  const int cores = UsableCpuCores();
+  const bool unbound = cores == OnlineCpuCores();  // else nothing is set
+  std::string out = dry_run(R"("task":{"type":"worker","index":0}})", "");
+  const std::string share = std::to_string(std::max(1, cores / 2));
+  EXPECT_EQ(out.find("  env: OMP_NUM_THREADS=" + share + "\n") != std::string::npos, unbound) << out;
+  if (unbound) {
+    EXPECT_NE(out.find("mirrored-launch: 2 training tasks of the cluster are listed at localhost: worker:0 computes "
+                       "with OMP_NUM_THREADS=" + share + " (the " + std::to_string(cores) + " core(s) here / 2;"),
+              std::string::npos)
+        << out;
+  }
+  out = dry_run(R"("task":{"type":"worker","index":1}})", "");  // alone at h3
+  EXPECT_EQ(out.find("OMP_NUM_THREADS"), std::string::npos) << out;
+  out = dry_run(R"("task":{"type":"chief","index":0}})", std::to_string(OnlineCpuCores()));
+  EXPECT_NE(out.find("  env: OMP_NUM_THREADS=" + std::to_string(OnlineCpuCores()) + "\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("warning: OMP_NUM_THREADS " + std::to_string(OnlineCpuCores()) +
+                     " x 2 training tasks listed at this host is more than the"),
+            std::string::npos)
+      << out;
+}
+
 TEST_F(LaunchLocalTest, BadFlagsAreExitTwo) {
   std::string out;
   EXPECT_EQ(RunToEnd({"--workers", "0"}, &out), 2);
