@@ -18,6 +18,9 @@ int main(int argc, char** argv) {
   CLI::App app{"mirrored-launch: start and supervise a synchronous data-parallel training job"};
   app.set_version_flag("--version", std::string("mirrored-launch ") + mirrored::kVersion);
   app.require_subcommand(1);
+  // A flag given twice takes its last value (as argparse does); the
+  // subcommands inherit this.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   mirrored::LocalCommand local;
   local.Register(app);
   mirrored::ClusterCommand cluster;

@@ -14,6 +14,10 @@ Status Positive(const char* flag, double value) {
 }  // namespace
 
 void WorkerOptions::Register(CLI::App& app) {
+  // A flag given twice takes its last value, as argparse and absl do: a
+  // script's defaults followed by the user's own (scripts/run-demo.sh
+  // --epochs 3) override them instead of failing.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--model", model, "Model: mlp, cnn or resnet")
       ->capture_default_str()
       ->each([this](const std::string&) { model_given = true; });

@@ -31,6 +31,21 @@ TEST(WorkerOptionsTest, NoLrIsTheOptimizersDefault) {
   EXPECT_DOUBLE_EQ(given.EffectiveLearningRate(), 0.05);
 }
 
+// A script's defaults followed by the user's own (scripts/run-demo.sh
+// --epochs 3): the last value wins, as with argparse.
+TEST(WorkerOptionsTest, AFlagGivenTwiceTakesItsLastValue) {
+  WorkerOptions o;
+  ASSERT_TRUE(Parse({"--model", "cnn", "--epochs", "1", "--lr", "0.5", "--epochs", "3", "--model", "mlp", "--lr",
+                     "0.01", "--validate", "--validate"},
+                    &o)
+                  .ok());
+  EXPECT_EQ(o.epochs, 3);
+  EXPECT_EQ(o.model, "mlp");
+  EXPECT_TRUE(o.model_given);
+  EXPECT_DOUBLE_EQ(o.EffectiveLearningRate(), 0.01);
+  EXPECT_TRUE(o.validate);
+}
+
 TEST(WorkerOptionsTest, ValidationIsOnUnlessNoValidate) {
   WorkerOptions plain, off, on;
   ASSERT_TRUE(Parse({}, &plain).ok());
