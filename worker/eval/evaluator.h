@@ -16,26 +16,19 @@
 // new checkpoint came for --eval-timeout seconds, or on SIGINT/SIGTERM
 // (between checkpoints, when StopSignal is installed): each ends its lease.
 // A restarted evaluator resumes after the last step it recorded there.
+//
+// The pieces, in the order a run meets them: WaitForCheckpointsDir
+// (checkpoints_dir_wait.h), EvaluationLog (stdout, metrics.jsonl,
+// logs/eval), TestSetEvaluator (the model and the device), CheckpointFollower (the
+// poll loop), which asks JobEndWatch when the job's last checkpoint is
+// reached and keeps SkippedCheckpoints.
 #pragma once
 
-#include <cstdint>
-#include <optional>
-
 #include "common/status.h"
+#include "worker/eval/evaluation_summary.h"
 #include "worker/worker_options.h"
 
 namespace mirrored {
-
-struct EvaluationSummary {
-  int64_t evaluations = 0;
-  int64_t skipped = 0;            // listed, but removed or damaged before it could be loaded
-  int64_t last_step = -1;
-  double last_loss = 0;
-  double last_accuracy = 0;
-  bool saw_final = false;        // the job's last checkpoint is evaluated (by this run or an earlier one)
-  int64_t final_step = -1;        // its step
-  std::optional<int> stop_signal;  // stopped by SIGINT/SIGTERM (StopSignal)
-};
 
 // Errors: the data set's (exit 2), InvalidArgument when --run-dir is empty,
 // Internal for log files that cannot be written.

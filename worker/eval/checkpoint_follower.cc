@@ -1,0 +1,156 @@
+#include "worker/eval/checkpoint_follower.h"
+
+#include <algorithm>
+
+#include "common/logging.h"
+#include "worker/checkpoint/evaluator_lease.h"
+#include "worker/checkpoint/training_start.h"
+#include "worker/eval/stop_signal.h"
+
+namespace mirrored {
+
+CheckpointFollower::CheckpointFollower(FileEnv* env, const WorkerOptions& options, EvaluatorProgress progress,
+                                       TestSetEvaluator& evaluator, EvaluationLog& log, JobEndWatch watch)
+    : env_(env),
+      options_(options),
+      evaluator_(evaluator),
+      log_(log),
+      watch_(std::move(watch)),
+      reader_(env, options.run_dir, /*model_only=*/true),
+      skipped_(options.run_dir),
+      done_step_(progress.done_step),
+      start_run_(std::move(progress.start_run)) {}
+
+StatusOr<EvaluationSummary> CheckpointFollower::Run() {
+  const auto poll = std::chrono::milliseconds(static_cast<int64_t>(options_.poll_interval_sec * 1000));
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.eval_timeout_sec * 1000));
+  MIRRORED_LOG(INFO) << "evaluator following " << options_.run_dir << "/checkpoints every "
+                     << options_.poll_interval_sec << " s";
+  while (true) {
+    FollowRestart();
+    std::vector<CheckpointReader::Skipped> damaged;
+    const StatusOr<std::vector<CheckpointInfo>> listed = reader_.ListComplete(&damaged);
+    const std::vector<CheckpointInfo> pending = Pending(listed, damaged);
+    for (const CheckpointInfo& info : pending) {  // ascending by step
+      if (std::optional<int> sig = StopSignal::Received()) return StoppedBySignal(*sig);
+      MIRRORED_RETURN_IF_ERROR(EvaluateOne(info, info.step == pending.back().step));
+      if (options_.max_evaluations > 0 && summary_.evaluations >= options_.max_evaluations) return Finish();
+    }
+    const JobEndWatch::Verdict end = watch_.Check({listed, damaged}, done_step_, skipped_, summary_.evaluations);
+    if (end.outcome == JobEndWatch::Outcome::kLastCheckpointLost) {
+      (void)EvaluatorLease::Stop(env_, options_.run_dir);
+      return end.lost;
+    }
+    if (end.outcome == JobEndWatch::Outcome::kEnded) {
+      summary_.saw_final = true;
+      summary_.final_step = end.final_step;
+      return Finish();
+    }
+    if (timeout.count() > 0 && Clock::now() - last_progress_ >= timeout) {
+      MIRRORED_LOG(WARNING) << "no new checkpoint for " << options_.eval_timeout_sec
+                            << " s (--eval-timeout): stopping after " << summary_.evaluations << " evaluation(s)";
+      return Finish();
+    }
+    // Polling is the contract (--poll-interval): the run directory may be on
+    // another machine's file system, with nothing to wait on. A stop signal
+    // ends the wait.
+    if (std::optional<int> sig = StopSignal::WaitFor(poll)) return StoppedBySignal(*sig);
+  }
+}
+
+void CheckpointFollower::FollowRestart() {
+  // The checkpoints after the start's step are new ones (their eval lines
+  // went with the old ones'). Read before listing: the record precedes
+  // every checkpoint of its run.
+  auto start = TrainingStart::Read(env_, options_.run_dir);
+  if (!start.ok() || !*start || (*start)->run == start_run_) return;
+  if ((*start)->from_step < done_step_) {
+    MIRRORED_LOG(INFO) << "the job started again from step " << (*start)->from_step << ", behind ckpt-" << done_step_
+                       << " evaluated before: evaluating its checkpoints after step " << (*start)->from_step;
+    done_step_ = (*start)->from_step;
+    skipped_.RemoveAfter(done_step_);
+    log_.RestartedFrom((*start)->from_step);
+  }
+  start_run_ = (*start)->run;
+}
+
+std::vector<CheckpointInfo> CheckpointFollower::Pending(const StatusOr<std::vector<CheckpointInfo>>& listed,
+                                                        const std::vector<CheckpointReader::Skipped>& damaged) {
+  // Damaged where they lie (a truncated file): skipped once, like one
+  // that fails to load, and retried if written again.
+  for (const CheckpointReader::Skipped& d : damaged) {
+    if (d.step <= done_step_ || skipped_.Contains(d.step)) continue;
+    MIRRORED_LOG(WARNING) << "skipping ckpt-" << d.step << ": " << d.why;
+    skipped_.Add(d.step, d.why);
+  }
+  std::vector<CheckpointInfo> pending;
+  if (listed.ok()) {
+    for (const CheckpointInfo& info : *listed) {
+      const bool rewritten = skipped_.WrittenAgain(info.step);
+      if (rewritten) {
+        MIRRORED_LOG(INFO) << "ckpt-" << info.step << ", skipped as unreadable, was written again: retrying it";
+        skipped_.Remove(info.step);
+      }
+      if (info.step > done_step_ || rewritten) pending.push_back(info);
+    }
+  } else if (listed.status().code() != StatusCode::kNotFound) {
+    MIRRORED_LOG(WARNING) << "cannot list checkpoints: " << listed.status();
+  }
+  return pending;
+}
+
+Status CheckpointFollower::EvaluateOne(const CheckpointInfo& info, bool last_pending) {
+  MIRRORED_RETURN_IF_ERROR(WhileRunning(EvaluatorLease::Acquire(env_, options_.run_dir, info.step)));
+  auto loaded = reader_.Load(info.step);
+  if (!loaded.ok()) {
+    // Pruned or damaged between listing and loading: skip it, never
+    // evaluate a partial one.
+    if (loaded.status().code() == StatusCode::kNotFound) {
+      MIRRORED_LOG(WARNING) << "skipping ckpt-" << info.step << ": the chief removed it before it could be "
+                            << "evaluated (this evaluator fell more than 2 x --keep-checkpoints behind; "
+                            << loaded.status().message() << ")";
+    } else {
+      MIRRORED_LOG(WARNING) << "skipping ckpt-" << info.step << ": " << loaded.status();
+    }
+    skipped_.Add(info.step, loaded.status());
+    done_step_ = std::max(done_step_, info.step);
+    return OkStatus();
+  }
+  MIRRORED_ASSIGN_OR_RETURN(TestSetEvaluator::Result result, evaluator_.Evaluate(*loaded));
+  // "final": the last checkpoint of the run that wrote it, unless a later
+  // one is already there (a run extended after it ended).
+  const bool final = loaded->info.state.final && last_pending;
+  MIRRORED_RETURN_IF_ERROR(log_.Record(loaded->info, final, result.loss, result.accuracy));
+  done_step_ = std::max(done_step_, info.step);  // a retried one may be older
+  MIRRORED_RETURN_IF_ERROR(
+      WhileRunning(EvaluatorLease::MarkEvaluated(env_, options_.run_dir, done_step_, start_run_)));
+  last_progress_ = Clock::now();
+  watch_.Progressed();
+  ++summary_.evaluations;
+  summary_.last_step = info.step;
+  summary_.last_loss = result.loss;
+  summary_.last_accuracy = result.accuracy;
+  return OkStatus();
+}
+
+EvaluationSummary CheckpointFollower::Finish() {
+  // The checkpoints skipped and not evaluated since.
+  summary_.skipped = skipped_.size();
+  // An evaluator that fails while evaluating keeps its lease, for its
+  // restart; not being able to end it does not undo the evaluations: a
+  // warning.
+  if (Status s = EvaluatorLease::Stop(env_, options_.run_dir); !s.ok()) {
+    MIRRORED_LOG(WARNING) << "could not end the evaluator's lease (the chief keeps up to 2 x --keep-checkpoints "
+                             "for it until it is deleted or an evaluator ends normally): "
+                          << s;
+  }
+  return summary_;
+}
+
+EvaluationSummary CheckpointFollower::StoppedBySignal(int sig) {
+  MIRRORED_LOG(WARNING) << "stopping on signal " << sig << " after " << summary_.evaluations << " evaluation(s)";
+  summary_.stop_signal = sig;
+  return Finish();
+}
+
+}  // namespace mirrored

@@ -1,0 +1,81 @@
+// The evaluator's poll loop: every --poll-interval it lists
+// RUN_DIR/checkpoints, evaluates each new complete checkpoint once, in step
+// order, under the evaluator lease (evaluator_lease.h), and stops when
+// JobEndWatch says the job's last checkpoint is reached, after
+// --max-evaluations, after --eval-timeout with no new checkpoint, or on
+// SIGINT/SIGTERM (between checkpoints). Each of those ends the lease.
+//
+//   CheckpointFollower follower(env, options, progress, *evaluator, *log, std::move(watch));
+//   MIRRORED_ASSIGN_OR_RETURN(EvaluationSummary summary, follower.Run());
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "worker/checkpoint/checkpoint_reader.h"
+#include "worker/checkpoint/file_env.h"
+#include "worker/eval/evaluation_log.h"
+#include "worker/eval/evaluation_summary.h"
+#include "worker/eval/job_end_watch.h"
+#include "worker/eval/skipped_checkpoints.h"
+#include "worker/eval/test_set_evaluator.h"
+#include "worker/worker_options.h"
+
+namespace mirrored {
+
+// Where an evaluator resumes: after the last step its lease records as
+// evaluated, under the chief's start (training_start.h) it belongs to.
+struct EvaluatorProgress {
+  int64_t done_step = -1;
+  std::string start_run;
+};
+
+class CheckpointFollower {
+ public:
+  // None is owned; all must outlive the follower.
+  CheckpointFollower(FileEnv* env, const WorkerOptions& options, EvaluatorProgress progress,
+                     TestSetEvaluator& evaluator, EvaluationLog& log, JobEndWatch watch);
+
+  // Follows the run until one of the ends above. Errors: DataLoss when the
+  // job's last checkpoint could not be evaluated (its lease ended first);
+  // the lease's, the model's and the log files' (the lease is kept, for a
+  // restarted evaluator).
+  StatusOr<EvaluationSummary> Run();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  // A chief that started since from a step behind this evaluator's progress
+  // (training_start.h): the checkpoints after that step are new ones.
+  void FollowRestart();
+  // The checkpoints to evaluate now, ascending by step: the complete ones
+  // after the progress, and skipped ones written again since. Damaged ones
+  // are recorded as skipped (said once).
+  std::vector<CheckpointInfo> Pending(const StatusOr<std::vector<CheckpointInfo>>& listed,
+                                      const std::vector<CheckpointReader::Skipped>& damaged);
+  // Loads, evaluates and records ckpt-<info.step>; one that cannot be
+  // loaded is skipped. `last_pending`: no newer one is pending (a "final"
+  // mark then makes it the final checkpoint).
+  Status EvaluateOne(const CheckpointInfo& info, bool last_pending);
+  // A normal end: the chief need not keep a backlog for this evaluator any
+  // more.
+  EvaluationSummary Finish();
+  EvaluationSummary StoppedBySignal(int sig);
+
+  FileEnv* const env_;
+  const WorkerOptions& options_;
+  TestSetEvaluator& evaluator_;
+  EvaluationLog& log_;
+  JobEndWatch watch_;
+  CheckpointReader reader_;
+  SkippedCheckpoints skipped_;
+  int64_t done_step_;      // the last step evaluated or passed over
+  std::string start_run_;  // the chief's start (training_start.h) that done_step_ belongs to
+  EvaluationSummary summary_;
+  Clock::time_point last_progress_ = Clock::now();
+};
+
+}  // namespace mirrored

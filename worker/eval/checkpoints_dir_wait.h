@@ -1,0 +1,25 @@
+// The evaluator's first wait: until the job's chief has made
+// RUN_DIR/checkpoints (its lock comes first), nothing is made, so a mistyped
+// --run-dir leaves no run directory behind. Bounded by --eval-timeout and
+// ended by a stop signal (StopSignal).
+//
+//   MIRRORED_ASSIGN_OR_RETURN(std::optional<EvaluationSummary> ended, WaitForCheckpointsDir(options));
+//   if (ended) return *ended;   // --eval-timeout or a signal before any checkpoint
+#pragma once
+
+#include <optional>
+
+#include "common/status.h"
+#include "worker/eval/evaluation_summary.h"
+#include "worker/worker_options.h"
+
+namespace mirrored {
+
+// nullopt once options.run_dir's checkpoints/ is there (at once, or after
+// waiting); the summary to end with when the wait ended first (after
+// --eval-timeout, or on a stop signal). Errors, at once: InvalidArgument
+// when --run-dir is not a directory or cannot be searched, Unavailable for
+// an I/O error.
+StatusOr<std::optional<EvaluationSummary>> WaitForCheckpointsDir(const WorkerOptions& options);
+
+}  // namespace mirrored

@@ -1,0 +1,86 @@
+#include "worker/eval/test_set_evaluator.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
+#include "common/logging.h"
+#include "worker/model/cpu_backend.h"
+#include "worker/model/cuda_check.h"
+#include "worker/train/device_choice.h"
+#include "worker/train/model_checkpoint.h"
+
+namespace mirrored {
+namespace {
+
+// Loss and accuracy of `model` on the whole of `test`.
+TestSetEvaluator::Result EvaluateOn(model::Model& model, const data::Dataset& test) {
+  constexpr size_t kBatch = 500;
+  std::vector<float> images;
+  std::vector<int32_t> labels;
+  std::vector<uint32_t> idx;
+  double loss_sum = 0, correct = 0;
+  for (size_t begin = 0; begin < test.size(); begin += kBatch) {
+    const size_t n = std::min(kBatch, test.size() - begin);
+    idx.resize(n);
+    for (size_t i = 0; i < n; ++i) idx[i] = static_cast<uint32_t>(begin + i);
+    images.resize(n * test.example_size());
+    labels.resize(n);
+    test.Gather(idx, images.data(), labels.data());
+    model.Forward(static_cast<int>(n), images.data(), labels.data(), /*training=*/false);
+    for (float l : model.losses()) loss_sum += l;
+    correct += static_cast<double>(model.CorrectCount());
+  }
+  return {loss_sum / static_cast<double>(test.size()), correct / static_cast<double>(test.size())};
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TestSetEvaluator>> TestSetEvaluator::Create(const WorkerOptions& options,
+                                                                     data::FashionMnist data) {
+  // --device: the evaluator runs one model copy, on the first visible GPU
+  // (auto, when there is one; a local job's launcher hides the workers'
+  // GPUs from it) or on the CPU.
+  MIRRORED_ASSIGN_OR_RETURN(DeviceKind kind, ParseDeviceKind(options.device));
+  const GpuProbe probe = kind == DeviceKind::kCpu ? GpuProbe{} : ProbeGpus();
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (kind == DeviceKind::kGpu && probe.count == 0 && visible != nullptr && *visible == '\0') {
+    // mirrored-launch local gives the GPUs to the workers and hides them
+    // from its evaluator, whose arguments are the workers' (--device gpu).
+    MIRRORED_LOG(WARNING) << "--device gpu, but CUDA_VISIBLE_DEVICES is empty (the launcher gave the GPUs to the "
+                             "workers): evaluating on the CPU";
+    kind = DeviceKind::kCpu;
+  }
+  MIRRORED_ASSIGN_OR_RETURN(ReplicaDevices devices, ResolveReplicaDevices(kind, 1, probe));
+  const int gpu = devices.gpu ? devices.gpus.front() : -1;
+  if (gpu >= 0) MIRRORED_RETURN_IF_ERROR(BindThreadToGpu(gpu));
+  MIRRORED_LOG(INFO) << "evaluating on " << (gpu >= 0 ? "GPU " + std::to_string(gpu) : std::string("the CPU"));
+  return std::unique_ptr<TestSetEvaluator>(new TestSetEvaluator(options, std::move(data), gpu));
+}
+
+StatusOr<std::unique_ptr<model::Backend>> TestSetEvaluator::MakeBackend() const {
+  if (gpu_ >= 0) return model::MakeGpuBackend(gpu_);
+  return model::MakeCpuBackend();
+}
+
+StatusOr<TestSetEvaluator::Result> TestSetEvaluator::Evaluate(const LoadedCheckpoint& checkpoint) {
+  const CheckpointState& st = checkpoint.info.state;
+  try {  // the GPU backend's kernels throw CudaError
+    if (model_given_ && st.model != model_option_ && !said_model_) {
+      said_model_ = true;
+      MIRRORED_LOG(WARNING) << "--model " << model_option_ << " ignored: ckpt-" << checkpoint.info.step
+                            << " holds model " << st.model << " (its state.json), which is what is evaluated";
+    }
+    if (!model_ || model_->name() != st.model) {
+      MIRRORED_ASSIGN_OR_RETURN(auto backend, MakeBackend());
+      MIRRORED_ASSIGN_OR_RETURN(model_, model::Model::Create(st.model, std::move(backend), 0));
+    }
+    MIRRORED_RETURN_IF_ERROR(RestoreModel(checkpoint, *model_, nullptr));
+    return EvaluateOn(*model_, data_.test());
+  } catch (const model::CudaError& e) {
+    return InternalError("evaluating ckpt-" + std::to_string(checkpoint.info.step) + " on GPU " +
+                         std::to_string(gpu_) + ": " + e.what());
+  }
+}
+
+}  // namespace mirrored

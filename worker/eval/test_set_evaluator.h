@@ -1,0 +1,52 @@
+// The evaluator's model: one copy on the evaluator's device (--device: the
+// first visible GPU, or the CPU), into which each checkpoint's weights are
+// restored and scored on the whole Fashion-MNIST test set.
+//
+//   MIRRORED_ASSIGN_OR_RETURN(auto scorer, TestSetEvaluator::Create(options, std::move(data)));
+//   MIRRORED_ASSIGN_OR_RETURN(TestSetEvaluator::Result r, scorer->Evaluate(loaded_checkpoint));
+//   std::printf("loss %.4f accuracy %.4f\n", r.loss, r.accuracy);
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "worker/checkpoint/checkpoint_reader.h"
+#include "worker/data/fashion_mnist.h"
+#include "worker/model/model.h"
+#include "worker/worker_options.h"
+
+namespace mirrored {
+
+class TestSetEvaluator {
+ public:
+  struct Result {
+    double loss = 0;
+    double accuracy = 0;
+  };
+  // Picks the device and binds this thread to it (a GPU). `data` is the
+  // data set whose test split is evaluated. Errors: --device's (none of the
+  // kind asked for), Internal when the GPU cannot be bound.
+  static StatusOr<std::unique_ptr<TestSetEvaluator>> Create(const WorkerOptions& options, data::FashionMnist data);
+
+  // Restores `checkpoint`'s weights into a model of the kind its state.json
+  // names (made anew when that changes; an explicit --model that differs is
+  // warned about once) and evaluates it. Errors: the model's (unknown model,
+  // weights that do not fit it), Internal for a CUDA error, naming the
+  // checkpoint and the GPU.
+  StatusOr<Result> Evaluate(const LoadedCheckpoint& checkpoint);
+
+ private:
+  TestSetEvaluator(const WorkerOptions& options, data::FashionMnist data, int gpu)
+      : model_given_(options.model_given), model_option_(options.model), data_(std::move(data)), gpu_(gpu) {}
+  StatusOr<std::unique_ptr<model::Backend>> MakeBackend() const;
+
+  const bool model_given_;  // --model given explicitly: checked against each checkpoint's
+  const std::string model_option_;
+  data::FashionMnist data_;
+  const int gpu_;  // -1: the CPU
+  std::unique_ptr<model::Model> model_;
+  bool said_model_ = false;
+};
+
+}  // namespace mirrored
