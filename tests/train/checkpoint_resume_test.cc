@@ -609,13 +609,10 @@ TEST_F(CheckpointResumeTest, EvaluatorWhoseFinalCheckpointIsDamagedSaysSo) {
   EXPECT_NE(eval.output.find("model.safetensors is damaged"), std::string::npos) << eval.output;
 }
 
-// Ctrl-C or the launcher's SIGTERM stops a following evaluator between
-// checkpoints: it exits 128 + signal and ends its lease, so that the chief
-// stops keeping a backlog for it.
 // An evaluator alone on a run directory no job has made yet waits for its
 // checkpoints directory without making anything (a mistyped --run-dir leaves
-// no run directory behind), ends on --eval-timeout; a path that is a file is
-// exit 2.
+// no run directory behind), ends on --eval-timeout; a path that is a file,
+// or lies under one, is exit 2 at once.
 TEST_F(CheckpointResumeTest, AnEvaluatorOnAMissingRunDirectoryMakesNothing) {
   const fs::path run = dir_ / "not-yet";
   const std::string tf_config = R"(TF_CONFIG={"cluster":{"worker":["127.0.0.1:1"]},"task":{"type":"evaluator","index":0}})";
@@ -633,8 +630,22 @@ TEST_F(CheckpointResumeTest, AnEvaluatorOnAMissingRunDirectoryMakesNothing) {
   ASSERT_TRUE(file.exit.has_value()) << file.output;
   EXPECT_EQ(file.exit->exit_code, std::optional<int>(2)) << file.output;
   EXPECT_NE(file.output.find("a-file is not a directory"), std::string::npos) << file.output;
+  // Under a file: stat(2) says ENOTDIR, which std::filesystem::exists takes
+  // for "not there yet" (the evaluator waited for --eval-timeout, or for ever).
+  ProcessRun under = RunProcess({kBin + "/mirrored-worker", "--run-dir", (dir_ / "a-file" / "sub").string(),
+                                 "--poll-interval", "0.1", "--eval-timeout", "10"},
+                                "", 30s, {tf_config});
+  ASSERT_TRUE(under.exit.has_value()) << under.output;
+  EXPECT_EQ(under.exit->exit_code, std::optional<int>(2)) << under.output;
+  EXPECT_NE(under.output.find("--run-dir " + (dir_ / "a-file" / "sub").string() + ": " + (dir_ / "a-file").string() +
+                              " is not a directory"),
+            std::string::npos)
+      << under.output;
 }
 
+// Ctrl-C or the launcher's SIGTERM stops a following evaluator between
+// checkpoints: it exits 128 + signal and ends its lease, so that the chief
+// stops keeping a backlog for it.
 TEST_F(CheckpointResumeTest, SignalledEvaluatorStopsAndReleasesItsLease) {
   const fs::path run = dir_ / "eval-signal";
   fs::create_directories(run / "checkpoints");  // a job has started there

@@ -1,6 +1,10 @@
 #include "worker/eval/checkpoints_dir_wait.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -10,25 +14,54 @@
 #include "worker/eval/stop_signal.h"
 
 namespace mirrored {
+namespace {
+
+// The first path on the way to `path` that exists and is no directory (a
+// regular file, say), which is what makes stat(2) fail with ENOTDIR; ""
+// when none is found (it changed meanwhile).
+std::string NotADirectoryOnTheWay(const std::string& path) {
+  for (std::filesystem::path p = std::filesystem::path(path).parent_path(); !p.empty(); p = p.parent_path()) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0) return S_ISDIR(st.st_mode) ? "" : p.string();
+    if (p == p.parent_path()) break;  // the root
+  }
+  return "";
+}
+
+// Whether RUN_DIR/checkpoints is there yet. stat(2)'s own errno, not
+// std::filesystem::exists, which takes ENOTDIR (a --run-dir under a regular
+// file) for "does not exist" and would wait for ever. Errors: InvalidArgument
+// for a path that cannot become a run directory (not a directory on the
+// way, no permission to search, a symbolic link loop, too long: exit 2),
+// Unavailable for an I/O error (exit 1).
+StatusOr<bool> CheckpointsDirThere(const std::string& run_dir) {
+  const std::string checkpoints = CheckpointsDir(run_dir);
+  struct stat st {};
+  if (::stat(checkpoints.c_str(), &st) == 0) return true;  // not a directory: the lock says so
+  const int err = errno;
+  if (err == ENOENT) return false;
+  if (err == ENOTDIR) {
+    const std::string culprit = NotADirectoryOnTheWay(checkpoints);
+    if (culprit.empty() || std::filesystem::path(culprit) == std::filesystem::path(run_dir).lexically_normal()) {
+      return InvalidArgumentError("--run-dir " + run_dir + " is not a directory");
+    }
+    return InvalidArgumentError("--run-dir " + run_dir + ": " + culprit + " is not a directory");
+  }
+  // Not "not yet": waiting would wait for ever.
+  const std::string what = "--run-dir " + run_dir + ": cannot look for " + checkpoints + ": " + std::strerror(err);
+  if (err == EACCES || err == ELOOP || err == ENAMETOOLONG) return InvalidArgumentError(what);
+  return UnavailableError(what);
+}
+
+}  // namespace
 
 StatusOr<std::optional<EvaluationSummary>> WaitForCheckpointsDir(const WorkerOptions& options) {
   using Clock = std::chrono::steady_clock;
   const auto poll = std::chrono::milliseconds(static_cast<int64_t>(options.poll_interval_sec * 1000));
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options.eval_timeout_sec * 1000));
+  MIRRORED_ASSIGN_OR_RETURN(bool there, CheckpointsDirThere(options.run_dir));
+  if (there) return std::optional<EvaluationSummary>();
   const std::string checkpoints = CheckpointsDir(options.run_dir);
-  std::error_code ec;
-  if (std::filesystem::exists(options.run_dir, ec) && !std::filesystem::is_directory(options.run_dir, ec)) {
-    return InvalidArgumentError("--run-dir " + options.run_dir + " is not a directory");
-  }
-  const bool checkpoints_there = std::filesystem::exists(checkpoints, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory) {
-    // Not "not yet": a directory on the way it may not search (exit 2), or
-    // an I/O error (exit 1). Waiting would wait for ever.
-    const std::string what = "--run-dir " + options.run_dir + ": cannot look for " + checkpoints + ": " + ec.message();
-    if (ec == std::errc::permission_denied || ec == std::errc::not_a_directory) return InvalidArgumentError(what);
-    return UnavailableError(what);
-  }
-  if (checkpoints_there) return std::optional<EvaluationSummary>();
   // Normal for an evaluator that mirrored-launch started with its job (an
   // INFO line); for one started alone, a mistyped --run-dir would
   // otherwise wait forever in silence.
@@ -39,7 +72,7 @@ StatusOr<std::optional<EvaluationSummary>> WaitForCheckpointsDir(const WorkerOpt
     MIRRORED_LOG(WARNING) << waiting << " there (check --run-dir if no job is starting)";
   }
   const auto since = Clock::now();
-  while (!std::filesystem::exists(checkpoints, ec)) {
+  while (true) {
     if (timeout.count() > 0 && Clock::now() - since >= timeout) {
       MIRRORED_LOG(WARNING) << "no " << checkpoints << " after " << options.eval_timeout_sec
                             << " s (--eval-timeout): stopping";
@@ -49,8 +82,10 @@ StatusOr<std::optional<EvaluationSummary>> WaitForCheckpointsDir(const WorkerOpt
       MIRRORED_LOG(WARNING) << "stopping on signal " << *sig << " before any checkpoint";
       return std::optional<EvaluationSummary>(EvaluationSummary{.stop_signal = sig});
     }
+    // A path that turned into one that cannot work meanwhile fails too.
+    MIRRORED_ASSIGN_OR_RETURN(there, CheckpointsDirThere(options.run_dir));
+    if (there) return std::optional<EvaluationSummary>();
   }
-  return std::optional<EvaluationSummary>();
 }
 
 }  // namespace mirrored

@@ -18,8 +18,9 @@ namespace mirrored {
 // nullopt once options.run_dir's checkpoints/ is there (at once, or after
 // waiting); the summary to end with when the wait ended first (after
 // --eval-timeout, or on a stop signal). Errors, at once: InvalidArgument
-// when --run-dir is not a directory or cannot be searched, Unavailable for
-// an I/O error.
+// when --run-dir is not a directory or lies under something that is not one
+// (a regular file: named), or cannot be searched; Unavailable for an I/O
+// error.
 StatusOr<std::optional<EvaluationSummary>> WaitForCheckpointsDir(const WorkerOptions& options);
 
 }  // namespace mirrored
