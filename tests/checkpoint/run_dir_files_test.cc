@@ -1,7 +1,9 @@
 // The run directory's two small coordination files: the chief's lock
 // (one job per run directory) and the training-done record evaluators read.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <thread>
 
@@ -150,6 +153,53 @@ TEST_F(RunDirFilesTest, ADyingHolderOnThisMachineIsWaitedFor) {
   killer.join();
   EXPECT_TRUE(lock.ok()) << lock.status();
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(250));  // it did wait
+}
+
+// mirrored-launch (HeldOnThisMachine) and a lone evaluator (ChiefLockHeld)
+// look at the chief's lock with a shared flock, dropped at once. A chief
+// locking in that instant, whose file still names an earlier chief on
+// another host, must not take the look for that chief: it was refused at
+// once with no remote wait (and otherwise warned about the gone chief and
+// waited half a second).
+TEST_F(RunDirFilesTest, AChiefLockingWhileTheLockIsLookedAtGetsItWhenTheLookEnds) {
+  { ASSERT_TRUE(RunDirLock::Acquire(dir_.string()).ok()); }  // the file, unlocked
+  const fs::path path = dir_ / "checkpoints" / kChiefLockFileName;
+  std::ofstream(path, std::ios::trunc) << "pid 77 on host some-other-node (boot 0badc0de) since 2026-11-23T00:00:00Z\n";
+  const int look = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(look, 0);
+  ASSERT_EQ(flock(look, LOCK_SH | LOCK_NB), 0);  // a look, caught before it drops its lock
+  EXPECT_FALSE(RunDirLock::ChiefLockHeld(dir_.string()));  // looks do not see each other
+  auto chief = std::async(std::launch::async, [&] { return RunDirLock::Acquire(dir_.string()); });
+  // Not refused while the look lasts (no real look lasts this long) ...
+  const bool ended_during_the_look = chief.wait_for(std::chrono::milliseconds(300)) == std::future_status::ready;
+  flock(look, LOCK_UN);
+  close(look);
+  EXPECT_FALSE(ended_during_the_look);
+  // ... and the lock is the chief's once it ends.
+  ASSERT_EQ(chief.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  auto lock = chief.get();
+  ASSERT_TRUE(lock.ok()) << lock.status();
+  EXPECT_TRUE(RunDirLock::ChiefLockHeld(dir_.string()));
+}
+
+// Shared locks that last are not mirrored's looks: refused after the wait
+// given to a holder on this machine, saying what is in the way.
+TEST_F(RunDirFilesTest, ALastingSharedLockIsRefusedAfterTheHolderGrace) {
+  { ASSERT_TRUE(RunDirLock::Acquire(dir_.string()).ok()); }
+  const fs::path path = dir_ / "checkpoints" / kChiefLockFileName;
+  const int look = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(look, 0);
+  ASSERT_EQ(flock(look, LOCK_SH | LOCK_NB), 0);
+  const auto start = std::chrono::steady_clock::now();
+  auto lock = RunDirLock::Acquire(dir_.string(), std::chrono::seconds(60));
+  close(look);
+  ASSERT_FALSE(lock.ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, kHolderGrace);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_NE(lock.status().message().find("(its chief: none, but shared locks held longer than a look at it takes), "
+                                         "still after 3 s"),
+            std::string::npos)
+      << lock.status();
 }
 
 TEST_F(RunDirFilesTest, RunDirThatIsAFileIsRefusedNamingIt) {

@@ -109,6 +109,9 @@ std::chrono::milliseconds SameMachineWait(const std::string& holder) {
   return HolderExiting(holder) ? kExitingHolderWait : kHolderGrace;
 }
 
+// The holder named when only shared locks were in the way for kHolderGrace.
+constexpr char kLookingHolder[] = "none, but shared locks held longer than a look at it takes";
+
 // How a lock held by another job's chief or launcher is refused.
 RunDirLock::Refusal kAnotherJob(const std::string& role) {
   return {"is in use by another job (its " + role + ": ", "give another --run-dir, or wait for that job to end"};
@@ -165,16 +168,23 @@ StatusOr<std::optional<RunDirLock>> RunDirLock::AcquireFile(const std::string& r
   bool said_waiting = false;
   while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
-    const std::string holder = ReadHolder(fd);
     if (err != EWOULDBLOCK) {
       close(fd);
       return RunDirError("--run-dir " + run_dir + ": cannot lock " + path + ": " + std::strerror(err), err);
     }
+    // Held shared only: someone looking (ChiefLockHeld, HolderOnThisMachineNow
+    // take a shared lock and drop it at once), not a holder. The file's line
+    // is then an earlier holder's, maybe one on another host long gone: not
+    // to be waited for (or, with no remote wait, refused on). Tried again in
+    // a moment, as a holder on this machine would be.
+    const bool looked_at = flock(fd, LOCK_SH | LOCK_NB) == 0;
+    if (looked_at) flock(fd, LOCK_UN);
+    const std::string holder = looked_at ? std::string(kLookingHolder) : ReadHolder(fd);
     // The same machine: the kernel drops the lock of a holder that died, so
     // a live job holds it, or one still ending.
     // No holder line yet: it was locked an instant ago and is being written
     // (taken as this machine's until it says otherwise).
-    const bool this_host = holder.empty() || OnThisMachine(holder);
+    const bool this_host = looked_at || holder.empty() || OnThisMachine(holder);
     if (!this_host && !remote_is_refusal) {
       close(fd);
       return std::optional<RunDirLock>();  // another machine's: not for this lock to judge
@@ -234,8 +244,8 @@ std::optional<std::string> RunDirLock::HolderOnThisMachineNow(const std::string&
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   // A shared lock, released at once: granted means nobody holds it. (It
-  // cannot hurt a chief locking in the same instant: a holder on this
-  // machine is polled for, kHolderGrace.)
+  // cannot hurt a chief locking in the same instant: AcquireFile tells a
+  // shared lock from a holder and tries again.)
   std::optional<std::string> holder;
   if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
     flock(fd, LOCK_UN);

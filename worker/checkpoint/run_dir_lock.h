@@ -4,8 +4,8 @@
 // RUN_DIR/checkpoints/chief.lock while it trains, with who it is written in
 // the file. The kernel releases the lock when the process ends, however it
 // ends: a crashed job leaves nothing stale behind. (Over NFS, flock is
-// carried by the server's byte-range locks.) Evaluators only read, and take
-// no lock.
+// carried by the server's byte-range locks.) Evaluators hold a lock of
+// their own, and only look at the chief's (ChiefLockHeld).
 //
 //   MIRRORED_ASSIGN_OR_RETURN(RunDirLock lock, RunDirLock::Acquire(run_dir));
 //   ... train; the lock is held until `lock` is destroyed ...
@@ -45,7 +45,10 @@ class RunDirLock {
   // instant). A holder on
   // another host may be one that died with the lock on a network file system
   // (the server frees it when its lease expires, ~90 s for NFSv4, e.g. while
-  // Slurm requeues the job elsewhere): waited for up to `remote_wait`.
+  // Slurm requeues the job elsewhere): waited for up to `remote_wait`. A
+  // shared lock (someone looking: HeldOnThisMachine, ChiefLockHeld) is no
+  // holder: tried again in a moment (its file's line names an earlier
+  // holder), and refused only if it lasts kHolderGrace.
   // Errors: InvalidArgument naming the directory and the holder ("pid 123
   // on host h (boot 1a2b3c4d) since <time>") when it is still held, or naming the path when
   // RUN_DIR or its checkpoints/ cannot be created or written.
@@ -62,6 +65,7 @@ class RunDirLock {
   static std::optional<std::string> HolderOnThisMachineNow(const std::string& run_dir);
   // Whether any process holds RUN_DIR's chief lock now (a chief is running,
   // on this machine or, where the file system carries flock, another).
+  // Probed with a shared flock, released at once, as HolderOnThisMachineNow.
   static bool ChiefLockHeld(const std::string& run_dir);
 
   // mirrored-launch's own lock, RUN_DIR/logs/launcher-<host>.lock, held for the
