@@ -586,24 +586,56 @@ TEST_F(CheckpointResumeTest, AResumeFromBeforeTheEvaluatorsProgressHasItsNewChec
 
 // The job's final checkpoint damaged after it was written (its CRC-32C no
 // longer matches): the evaluator does not claim it evaluated it; exit 1,
-// naming the file.
+// naming the file, once a second look a poll later finds it damaged still.
+// Whole again on that look (a checkpoint being replaced, by a chief redoing
+// its step, can be caught mid-way), it is evaluated.
 TEST_F(CheckpointResumeTest, EvaluatorWhoseFinalCheckpointIsDamagedSaysSo) {
   const fs::path run = dir_ / "damaged";
   ProcessRun trained = RunProcess({kBin + "/mirrored-worker", "--model", "mlp", "--max-steps", "20",
                                    "--checkpoint-every", "10", "--no-validate", "--cpu-replicas", "1", "--run-dir",
                                    run.string()});
   ASSERT_TRUE(trained.exit && trained.exit->success()) << trained.output;
+  const fs::path model = run / "checkpoints" / "ckpt-20" / "model.safetensors";
+  char good[8] = {};
   {
-    std::fstream f(run / "checkpoints" / "ckpt-20" / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(-100, std::ios::end);
-    const char bad[8] = {'\x5a', '\x5a', '\x5a', '\x5a', '\x5a', '\x5a', '\x5a', '\x5a'};
-    f.write(bad, sizeof(bad));
+    std::ifstream f(model, std::ios::binary);
+    f.seekg(-100, std::ios::end);
+    f.read(good, sizeof(good));
   }
+  const char bad[8] = {'\x5a', '\x5a', '\x5a', '\x5a', '\x5a', '\x5a', '\x5a', '\x5a'};
+  auto overwrite = [&](const char* bytes) {
+    std::fstream f(model, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-100, std::ios::end);
+    f.write(bytes, 8);
+  };
+  const std::string tf_config = R"(TF_CONFIG={"cluster":{"worker":["127.0.0.1:1"]},"task":{"type":"evaluator","index":0}})";
+
+  // Repaired between the two looks, 5 s apart: far longer than the test
+  // takes to react to the first.
+  overwrite(bad);
+  auto repaired = testing_util::WorkerProcess::Start(
+      {kBin + "/mirrored-worker", "--run-dir", run.string(), "--poll-interval", "5"}, {"PATH=/usr/bin:/bin", tf_config});
+  ASSERT_TRUE(repaired.ok()) << repaired.status();
+  ASSERT_TRUE((*repaired)->WaitForOutput("skipping ckpt-20: ", 60s)) << (*repaired)->output();
+  overwrite(good);
+  auto repaired_exit = (*repaired)->WaitExit(60s);
+  ASSERT_TRUE(repaired_exit.has_value()) << (*repaired)->output();
+  EXPECT_TRUE(repaired_exit->success()) << (*repaired)->output();
+  EXPECT_NE((*repaired)->output().find("evaluated final checkpoint ckpt-20"), std::string::npos)
+      << (*repaired)->output();
+  EXPECT_NE((*repaired)->output().find("evaluator done: 2 checkpoint(s); final checkpoint ckpt-20"),
+            std::string::npos)
+      << (*repaired)->output();
+
+  // Damaged on both looks.
+  overwrite(bad);
+  fs::remove(run / "checkpoints" / "eval-lease");
   ProcessRun eval = RunProcess({kBin + "/mirrored-worker", "--run-dir", run.string(), "--poll-interval", "0.2"}, "",
-                               60s, {R"(TF_CONFIG={"cluster":{"worker":["127.0.0.1:1"]},"task":{"type":"evaluator","index":0}})"});
+                               60s, {tf_config});
   ASSERT_TRUE(eval.exit.has_value()) << eval.output;
   EXPECT_EQ(eval.exit->ShellCode(), 1) << eval.output;
   EXPECT_NE(eval.output.find("evaluated checkpoint ckpt-10"), std::string::npos) << eval.output;
+  EXPECT_NE(eval.output.find("skipping ckpt-20 (again on a second look): "), std::string::npos) << eval.output;
   EXPECT_NE(eval.output.find("the job's last checkpoint ckpt-20 could not be evaluated: "), std::string::npos)
       << eval.output;
   EXPECT_NE(eval.output.find("model.safetensors is damaged"), std::string::npos) << eval.output;

@@ -1,6 +1,7 @@
 #include "worker/eval/checkpoint_follower.h"
 
 #include <algorithm>
+#include <set>
 
 #include "common/logging.h"
 #include "worker/checkpoint/evaluator_lease.h"
@@ -76,22 +77,40 @@ void CheckpointFollower::FollowRestart() {
 
 std::vector<CheckpointInfo> CheckpointFollower::Pending(const StatusOr<std::vector<CheckpointInfo>>& listed,
                                                         const std::vector<CheckpointReader::Skipped>& damaged) {
-  // Damaged where they lie (a truncated file): skipped once, like one
-  // that fails to load, and retried if written again.
+  std::set<int64_t> seen;  // listed now, whole or damaged
+  // Damaged where they lie (a truncated file): skipped, said once, like one
+  // that fails to load; found so again on the next poll (or rewritten and
+  // found so twice), skipped for good.
   for (const CheckpointReader::Skipped& d : damaged) {
-    if (d.step <= done_step_ || skipped_.Contains(d.step)) continue;
+    seen.insert(d.step);
+    if (skipped_.Contains(d.step)) {
+      if (!skipped_.Confirmed(d.step) || skipped_.WrittenAgain(d.step)) skipped_.Add(d.step, d.why);
+      continue;
+    }
+    if (d.step <= done_step_) continue;
     MIRRORED_LOG(WARNING) << "skipping ckpt-" << d.step << ": " << d.why;
     skipped_.Add(d.step, d.why);
   }
   std::vector<CheckpointInfo> pending;
   if (listed.ok()) {
     for (const CheckpointInfo& info : *listed) {
+      seen.insert(info.step);
       const bool rewritten = skipped_.WrittenAgain(info.step);
       if (rewritten) {
         MIRRORED_LOG(INFO) << "ckpt-" << info.step << ", skipped as unreadable, was written again: retrying it";
         skipped_.Remove(info.step);
       }
-      if (info.step > done_step_ || rewritten) pending.push_back(info);
+      // Skipped on the last poll, whole now: the second look loads it.
+      const bool second_look = skipped_.Contains(info.step) && !skipped_.Confirmed(info.step);
+      if (second_look && info.step <= done_step_) {
+        MIRRORED_LOG(INFO) << "ckpt-" << info.step << ", skipped on the last poll, is listed whole now (a checkpoint "
+                           << "being replaced can be caught mid-way): loading it again";
+      }
+      if (info.step > done_step_ || rewritten || second_look) pending.push_back(info);
+    }
+    // Skipped on the last poll and gone now: that is its second look.
+    for (int64_t step : skipped_.Tentative()) {
+      if (seen.count(step) == 0) skipped_.Add(step, skipped_.Why(step));
     }
   } else if (listed.status().code() != StatusCode::kNotFound) {
     MIRRORED_LOG(WARNING) << "cannot list checkpoints: " << listed.status();
@@ -105,7 +124,9 @@ Status CheckpointFollower::EvaluateOne(const CheckpointInfo& info, bool last_pen
   if (!loaded.ok()) {
     // Pruned or damaged between listing and loading: skip it, never
     // evaluate a partial one.
-    if (loaded.status().code() == StatusCode::kNotFound) {
+    if (skipped_.Contains(info.step)) {
+      MIRRORED_LOG(WARNING) << "skipping ckpt-" << info.step << " (again on a second look): " << loaded.status();
+    } else if (loaded.status().code() == StatusCode::kNotFound) {
       MIRRORED_LOG(WARNING) << "skipping ckpt-" << info.step << ": the chief removed it before it could be "
                             << "evaluated (this evaluator fell more than 2 x --keep-checkpoints behind; "
                             << loaded.status().message() << ")";
@@ -122,6 +143,7 @@ Status CheckpointFollower::EvaluateOne(const CheckpointInfo& info, bool last_pen
   const bool final = loaded->info.state.final && last_pending;
   MIRRORED_RETURN_IF_ERROR(log_.Record(loaded->info, final, result.loss, result.accuracy));
   done_step_ = std::max(done_step_, info.step);  // a retried one may be older
+  skipped_.Remove(info.step);                     // a second look that found it whole
   MIRRORED_RETURN_IF_ERROR(
       WhileRunning(EvaluatorLease::MarkEvaluated(env_, options_.run_dir, done_step_, start_run_)));
   last_progress_ = Clock::now();

@@ -52,8 +52,9 @@ class CheckpointFollower {
   // (training_start.h): the checkpoints after that step are new ones.
   void FollowRestart();
   // The checkpoints to evaluate now, ascending by step: the complete ones
-  // after the progress, and skipped ones written again since. Damaged ones
-  // are recorded as skipped (said once).
+  // after the progress, skipped ones written again since, and those skipped
+  // on the last poll (their second look). Damaged ones are recorded as
+  // skipped (said once), gone ones as seen so again.
   std::vector<CheckpointInfo> Pending(const StatusOr<std::vector<CheckpointInfo>>& listed,
                                       const std::vector<CheckpointReader::Skipped>& damaged);
   // Loads, evaluates and records ckpt-<info.step>; one that cannot be

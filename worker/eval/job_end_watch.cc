@@ -23,11 +23,12 @@ JobEndWatch::Verdict JobEndWatch::Check(const Listing& listing, int64_t evaluate
   if (done.ok() && !recorded) initial_run_.reset();  // removed: a chief is training
   const bool this_run = recorded && (!initial_run_ || (*done)->run != *initial_run_);
   // The job's last checkpoint skipped, but written again since: the next
-  // poll retries it.
+  // poll retries it. Skipped once: the next poll looks at it again.
   const bool last_skipped = recorded && skipped.Contains((*done)->step);
   const bool last_rewritten = recorded && skipped.WrittenAgain((*done)->step);
-  // Reached: evaluated, or skipped as damaged (listed or loaded).
-  const bool reached = recorded && ((*done)->step <= evaluated_through || last_skipped);
+  const bool last_in_doubt = last_skipped && !skipped.Confirmed((*done)->step);
+  // Reached: evaluated, or skipped as damaged (listed or loaded) on two looks.
+  const bool reached = recorded && !last_in_doubt && ((*done)->step <= evaluated_through || last_skipped);
   if (reached && !last_rewritten &&
       (this_run || !beside_a_job_ || std::chrono::steady_clock::now() - quiet_since_ >= kQuietGrace)) {
     // The job's last checkpoint was skipped, not evaluated: say so.
@@ -72,8 +73,9 @@ std::optional<JobEndWatch::Verdict> JobEndWatch::CheckFinalMark(const Listing& l
     if (!newest || d.step > *newest) newest = d.step, newest_final = d.state && d.state->final;
   }
   if (!newest || !newest_final) return std::nullopt;
-  // Reached: evaluated, or skipped as damaged (listed or loaded).
-  if (*newest > evaluated_through && !skipped.Contains(*newest)) return std::nullopt;
+  // Reached: evaluated, or skipped as damaged (listed or loaded) on two
+  // looks, a poll apart.
+  if (skipped.Contains(*newest) ? !skipped.Confirmed(*newest) : *newest > evaluated_through) return std::nullopt;
   // It is not the end if a chief has started from it since (its
   // training-start record: it trains on) or holds the run directory
   // (started, about to write that record).

@@ -1,6 +1,8 @@
 // When an evaluator is done: the job has ended and its last checkpoint is
 // reached (evaluated, now or by an earlier evaluator run; or skipped as
-// damaged, which is then an error). Asked after each poll's evaluations.
+// damaged on two looks a poll apart, which is then an error: one look can
+// catch a checkpoint being replaced mid-way). Asked after each poll's
+// evaluations.
 //
 // The job's end is the chief's training-done record (training_done.h) of
 // this run, i.e. one that appeared or changed after the evaluator started.

@@ -4,7 +4,29 @@
 
 namespace mirrored {
 
-void SkippedCheckpoints::Add(int64_t step, Status why) { entries_[step] = Entry{std::move(why), Written(step)}; }
+void SkippedCheckpoints::Add(int64_t step, Status why) {
+  const WriteTime written = Written(step);
+  auto it = entries_.find(step);
+  if (it != entries_.end() && it->second.written == written) {
+    it->second.why = std::move(why);
+    ++it->second.sightings;
+    return;
+  }
+  entries_[step] = Entry{std::move(why), written};
+}
+
+bool SkippedCheckpoints::Confirmed(int64_t step) const {
+  auto it = entries_.find(step);
+  return it != entries_.end() && it->second.sightings >= 2;
+}
+
+std::vector<int64_t> SkippedCheckpoints::Tentative() const {
+  std::vector<int64_t> steps;
+  for (const auto& [step, entry] : entries_) {
+    if (entry.sightings < 2) steps.push_back(step);
+  }
+  return steps;
+}
 
 bool SkippedCheckpoints::WrittenAgain(int64_t step) const {
   auto it = entries_.find(step);

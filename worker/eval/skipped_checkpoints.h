@@ -1,11 +1,13 @@
 // The checkpoints an evaluator passed over, damaged or gone, each with why
-// and when its directory was written: one written again since (a resumed
-// job redoing that step) is retried, and a job's last checkpoint that was
-// skipped is reported with its reason.
+// and when its directory was written: one seen so once is looked at again a
+// poll later (a checkpoint being replaced by a chief redoing its step can be
+// caught mid-swap), one written again since (a resumed job redoing that
+// step) is retried, and a job's last checkpoint that was skipped on both
+// looks is reported with its reason.
 //
 //   SkippedCheckpoints skipped(run_dir);
-//   skipped.Add(30, loaded.status());
-//   if (skipped.WrittenAgain(30)) ... retry ckpt-30
+//   skipped.Add(30, loaded.status());                 // seen damaged: tentative
+//   if (skipped.Confirmed(30)) ... still damaged a poll later
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -22,8 +25,9 @@ class SkippedCheckpoints {
  public:
   explicit SkippedCheckpoints(std::string run_dir) : run_dir_(std::move(run_dir)) {}
 
-  // Records ckpt-<step> as skipped for `why` (replacing an earlier record),
-  // with its directory's modification time now.
+  // Records a sighting of ckpt-<step> damaged or gone, for `why`. The first
+  // one (or the first since its directory was written again) is tentative,
+  // due for a second look (Tentative()); a second one confirms it.
   void Add(int64_t step, Status why);
   bool Contains(int64_t step) const { return entries_.count(step) != 0; }
   // Why ckpt-<step> was skipped; Contains(step) must hold.
@@ -31,6 +35,10 @@ class SkippedCheckpoints {
   // Whether ckpt-<step> was skipped and its directory written since (or
   // removed, or made again): false when it was not skipped.
   bool WrittenAgain(int64_t step) const;
+  // Seen damaged or gone on two looks at the same writing of it.
+  bool Confirmed(int64_t step) const;
+  // The steps seen damaged or gone once, due for their second look.
+  std::vector<int64_t> Tentative() const;
   void Remove(int64_t step) { entries_.erase(step); }
   // Forgets the steps after `step`: a job started again from it writes them
   // anew.
@@ -42,6 +50,7 @@ class SkippedCheckpoints {
   struct Entry {
     Status why;
     WriteTime written;
+    int sightings = 1;
   };
   // ckpt-<step>'s modification time; nullopt when it cannot be read (gone).
   WriteTime Written(int64_t step) const;
