@@ -152,5 +152,23 @@ TEST_F(JobEndWatchTest, ADamagedNewestCheckpointNotMarkedFinalIsNoEnd) {
   EXPECT_EQ(watch.Check({listed, damaged_}, 20, skipped, 1).outcome, Outcome::kGoingOn);
 }
 
+// A newer damaged checkpoint whose state.json cannot be read (a partial
+// copy): nothing says the job went on past the final mark (a chief would
+// resume from the marked one too), so once a second look finds it so, the
+// evaluated final checkpoint ends the run. It hid it, and the evaluator
+// waited for ever.
+TEST_F(JobEndWatchTest, ANewerCheckpointWhoseStateCannotBeReadDoesNotHideTheFinalMark) {
+  JobEndWatch watch = Alone();
+  SkippedCheckpoints skipped(dir_.string());
+  const StatusOr<std::vector<CheckpointInfo>> listed = std::vector<CheckpointInfo>{Complete(10), Complete(20, true)};
+  damaged_ = {Damaged(30, std::nullopt)};
+  skipped.Add(30, damaged_[0].why);
+  EXPECT_EQ(watch.Check({listed, damaged_}, 20, skipped, 0).outcome, Outcome::kGoingOn);  // its second look first
+  skipped.Add(30, damaged_[0].why);
+  const JobEndWatch::Verdict v = watch.Check({listed, damaged_}, 20, skipped, 0);
+  EXPECT_EQ(v.outcome, Outcome::kEnded);
+  EXPECT_EQ(v.final_step, 20);
+}
+
 }  // namespace
 }  // namespace mirrored

@@ -345,6 +345,26 @@ TEST_F(CheckpointResumeTest, AnEvaluatorAloneStopsAtTheFinalMarkWithoutATraining
   EXPECT_NE(damaged.output.find("the job's last checkpoint, ckpt-20, was evaluated before"), std::string::npos)
       << damaged.output;
 
+  // A newer checkpoint directory whose state.json cannot be read (a copy
+  // cut short) does not hide the mark: a chief would resume from ckpt-20
+  // too. It is skipped (after its second look) and the evaluator stops; it
+  // waited for ever.
+  fs::remove(run / "checkpoints" / "training-done");
+  fs::create_directories(run / "checkpoints" / "ckpt-30");
+  fs::copy_file(run / "checkpoints" / "ckpt-20" / "model.safetensors",
+                run / "checkpoints" / "ckpt-30" / "model.safetensors");
+  std::vector<std::string> bounded = evaluator;
+  bounded.insert(bounded.end(), {"--eval-timeout", "10"});
+  ProcessRun partial = RunProcess(bounded, "", 60s, env);
+  ASSERT_TRUE(partial.exit.has_value()) << partial.output;
+  EXPECT_TRUE(partial.exit->success()) << partial.output;
+  EXPECT_NE(partial.output.find("skipping ckpt-30: "), std::string::npos) << partial.output;
+  EXPECT_NE(partial.output.find("evaluator done: 0 checkpoint(s) (1 more skipped: removed or damaged before they "
+                                "could be evaluated); the job's last checkpoint, ckpt-20, was evaluated before"),
+            std::string::npos)
+      << partial.output;
+  fs::remove_all(run / "checkpoints" / "ckpt-30");
+
   // A chief started from ckpt-20 since (its training-start record) trains
   // on: the mark is no longer the end, and the evaluator waits (here until
   // --eval-timeout).

@@ -1,5 +1,7 @@
 #include "worker/eval/job_end_watch.h"
 
+#include <algorithm>
+
 #include "common/logging.h"
 #include "worker/checkpoint/run_dir_lock.h"
 #include "worker/checkpoint/training_done.h"
@@ -62,17 +64,27 @@ JobEndWatch::Verdict JobEndWatch::Check(const Listing& listing, int64_t evaluate
 std::optional<JobEndWatch::Verdict> JobEndWatch::CheckFinalMark(const Listing& listing, int64_t evaluated_through,
                                                                 const SkippedCheckpoints& skipped,
                                                                 int64_t evaluations) {
-  // The newest checkpoint, loadable or damaged (its state.json read).
+  // The newest checkpoint whose state.json was read, loadable or damaged.
+  // A damaged one whose state.json cannot be read says nothing of the job's
+  // end (a chief resumes from before it, and writes it anew): passed over
+  // once its second look found it so.
   std::optional<int64_t> newest;
   bool newest_final = false;
   if (!listing.complete->empty()) {
     newest = listing.complete->back().step;
     newest_final = listing.complete->back().state.final;
   }
+  std::optional<int64_t> newest_unread;  // seen once only, with no state.json read
   for (const CheckpointReader::Skipped& d : listing.damaged) {
-    if (!newest || d.step > *newest) newest = d.step, newest_final = d.state && d.state->final;
+    if (!d.state) {
+      if (skipped.Contains(d.step) && !skipped.Confirmed(d.step)) {
+        newest_unread = std::max(newest_unread.value_or(-1), d.step);
+      }
+      continue;
+    }
+    if (!newest || d.step > *newest) newest = d.step, newest_final = d.state->final;
   }
-  if (!newest || !newest_final) return std::nullopt;
+  if (!newest || !newest_final || (newest_unread && *newest_unread > *newest)) return std::nullopt;
   // Reached: evaluated, or skipped as damaged (listed or loaded) on two
   // looks, a poll apart.
   if (skipped.Contains(*newest) ? !skipped.Confirmed(*newest) : *newest > evaluated_through) return std::nullopt;
