@@ -127,6 +127,15 @@ TEST(EvaluatorLeaseTest, AcquireAndMarkEvaluated) {
   EXPECT_FALSE(stopped->following);
   EXPECT_EQ(stopped->last_evaluated_step, 600);
   EXPECT_FALSE(stopped->Protects(601));
+  // Stopped by a signal before its end: nothing read, the backlog kept.
+  ASSERT_TRUE(EvaluatorLease::Acquire(env, dir.path(), 800).ok());
+  ASSERT_TRUE(EvaluatorLease::Pause(env, dir.path()).ok());
+  auto paused = EvaluatorLease::Read(env, dir.path());
+  ASSERT_TRUE(paused.ok());
+  EXPECT_TRUE(paused->following);
+  EXPECT_FALSE(paused->reading);
+  EXPECT_EQ(paused->last_evaluated_step, 600);
+  EXPECT_TRUE(paused->Protects(601));
   // A lease deleted (or damaged) while the evaluator follows: its next update
   // rewrites it as following, so the chief goes on keeping the backlog.
   ASSERT_TRUE(EvaluatorLease::Follow(env, dir.path()).ok());

@@ -695,10 +695,13 @@ TEST_F(CheckpointResumeTest, AnEvaluatorOnAMissingRunDirectoryMakesNothing) {
       << under.output;
 }
 
-// Ctrl-C or the launcher's SIGTERM stops a following evaluator between
-// checkpoints: it exits 128 + signal and ends its lease, so that the chief
-// stops keeping a backlog for it.
-TEST_F(CheckpointResumeTest, SignalledEvaluatorStopsAndReleasesItsLease) {
+// Ctrl-C or the launcher's SIGTERM (stopping or restarting the job) stops
+// a following evaluator between checkpoints: it exits 128 + signal and
+// keeps following in its lease, so that the chief goes on keeping the
+// checkpoints it has not evaluated for the evaluator started again. (It
+// ended its lease: the chief's next checkpoint pruned the backlog, and the
+// evaluator started again never saw those checkpoints.)
+TEST_F(CheckpointResumeTest, SignalledEvaluatorStopsAndKeepsItsBacklogProtected) {
   const fs::path run = dir_ / "eval-signal";
   fs::create_directories(run / "checkpoints");  // a job has started there
   auto evaluator = testing_util::WorkerProcess::Start(
@@ -719,7 +722,8 @@ TEST_F(CheckpointResumeTest, SignalledEvaluatorStopsAndReleasesItsLease) {
   EXPECT_FALSE(exit->signal.has_value()) << "killed by the signal instead of stopping";
   EXPECT_NE((*evaluator)->output().find("evaluator stopped by signal 15 after 0 checkpoint(s)"), std::string::npos)
       << (*evaluator)->output();
-  EXPECT_EQ(lease()["following"], false);
+  EXPECT_EQ(lease()["following"], true);
+  EXPECT_TRUE(lease()["reading"].is_null());
 }
 
 }  // namespace

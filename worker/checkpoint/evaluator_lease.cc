@@ -106,4 +106,11 @@ Status EvaluatorLease::Stop(FileEnv* env, const std::string& run_dir) {
   return Write(env, run_dir, next);
 }
 
+Status EvaluatorLease::Pause(FileEnv* env, const std::string& run_dir) {
+  State next = ReadOrEmpty(env, run_dir);
+  next.reading = std::nullopt;
+  next.following = true;
+  return Write(env, run_dir, next);
+}
+
 }  // namespace mirrored

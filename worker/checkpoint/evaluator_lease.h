@@ -22,6 +22,9 @@
 // progress, so a restarted evaluator resumes after `step`. Stop() when it
 // ends normally (final checkpoint, --max-evaluations, --eval-timeout): a
 // later job on the same RUN_DIR without an evaluator prunes as usual.
+// Pause() when a signal stops it before its end (the launcher stopping or
+// restarting the job, a Ctrl-C): the backlog stays protected, as for an
+// evaluator that died, so that the one started again misses nothing.
 //
 //   MIRRORED_RETURN_IF_ERROR(EvaluatorLease::Follow(env, run_dir));
 //   MIRRORED_RETURN_IF_ERROR(EvaluatorLease::Acquire(env, run_dir, 400));
@@ -73,6 +76,9 @@ class EvaluatorLease {
   // The evaluator has ended normally: nothing is protected any more; the
   // progress is kept.
   static Status Stop(FileEnv* env, const std::string& run_dir);
+  // The evaluator stops before its end: "reading" is released, the backlog
+  // after the progress stays protected (following).
+  static Status Pause(FileEnv* env, const std::string& run_dir);
 
  private:
   static Status Write(FileEnv* env, const std::string& run_dir, const State& state);

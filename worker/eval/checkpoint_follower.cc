@@ -172,7 +172,14 @@ EvaluationSummary CheckpointFollower::Finish() {
 EvaluationSummary CheckpointFollower::StoppedBySignal(int sig) {
   MIRRORED_LOG(WARNING) << "stopping on signal " << sig << " after " << summary_.evaluations << " evaluation(s)";
   summary_.stop_signal = sig;
-  return Finish();
+  summary_.skipped = skipped_.size();
+  // Stopped before the end (the launcher stopping or restarting the job, a
+  // Ctrl-C): the chief goes on keeping the checkpoints not evaluated yet
+  // (up to 2 x --keep-checkpoints), for the evaluator started again.
+  if (Status s = EvaluatorLease::Pause(env_, options_.run_dir); !s.ok()) {
+    MIRRORED_LOG(WARNING) << "could not update the evaluator's lease: " << s;
+  }
+  return summary_;
 }
 
 }  // namespace mirrored
