@@ -1,24 +1,17 @@
 #include "worker/train/mirrored_strategy.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <atomic>
+#include <cctype>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
-#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
-#include <regex>
 #include <sstream>
 #include <system_error>
 #include <thread>
@@ -36,7 +29,11 @@
 #include "worker/coordination/coordination_server.h"
 #include "worker/coordination/coordination_service.h"
 #include "worker/coordination/nccl_unique_id.h"
+#include "worker/train/failure_serving.h"
+#include "worker/train/local_addresses.h"
 #include "worker/train/preemption.h"
+#include "worker/train/tasks_behind.h"
+#include "worker/train/terminate_handler.h"
 
 #if MIRRORED_WITH_CUDA
 #include "worker/comm/nccl_replica_group.h"
@@ -49,95 +46,6 @@ namespace {
 // asked it to register: a later failure is the job's, told by that service,
 // and ReportFailureBeforeJoining has nothing to add.
 std::atomic<bool> g_joining{false};
-
-// Where the chief's service listens: the exact address for an IP literal or
-// localhost, every interface for a host name (it may resolve elsewhere).
-std::string ListenAddress(const HostPort& address) {
-  const std::string& h = address.host;
-  bool literal = h == "localhost" || h.find(':') != std::string::npos ||
-                 h.find_first_not_of("0123456789.") == std::string::npos;
-  if (literal) return address.ToString();
-  return "0.0.0.0:" + std::to_string(address.port);
-}
-
-// Empty when `host` resolves (or is an IP literal), else getaddrinfo's reason.
-std::string ResolveError(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
-  if (found != nullptr) freeaddrinfo(found);
-  return rc == 0 ? "" : std::string("getaddrinfo: ") + gai_strerror(rc);
-}
-
-// The addresses `host` resolves to, when it resolves and none of them is
-// this host's (none can be bound); "" otherwise.
-std::string NonLocalAddresses(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) return "";
-  std::string addresses;
-  bool local = false;
-  for (const addrinfo* a = found; a != nullptr && !local; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    sockaddr_storage any{};
-    std::memcpy(&any, a->ai_addr, a->ai_addrlen);  // port 0
-    local = ::bind(fd, reinterpret_cast<const sockaddr*>(&any), a->ai_addrlen) == 0 || errno != EADDRNOTAVAIL;
-    ::close(fd);
-    char text[INET6_ADDRSTRLEN] = "?";
-    const void* ip = a->ai_family == AF_INET6
-                         ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr)
-                         : static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(a->ai_addr)->sin_addr);
-    inet_ntop(a->ai_family, ip, text, sizeof(text));
-    if (addresses.find(text) == std::string::npos) addresses += (addresses.empty() ? "" : ", ") + std::string(text);
-  }
-  freeaddrinfo(found);
-  return local ? "" : addresses;
-}
-
-// The address this host's peers reach it on, for Gloo to bind: the task's
-// own TF_CONFIG host when it is an IP literal; otherwise the local address
-// the kernel routes toward `peer` (a UDP connect sends nothing). A host name
-// may resolve locally to a loopback alias (Debian maps its own name to
-// 127.0.1.1) that no other host can reach.
-std::string GlooInterfaceAddress(const std::optional<HostPort>& mine, const HostPort& peer) {
-  if (mine) {
-    in6_addr v6{};
-    in_addr v4{};
-    if (inet_pton(AF_INET, mine->host.c_str(), &v4) == 1 || inet_pton(AF_INET6, mine->host.c_str(), &v6) == 1) {
-      return mine->host;
-    }
-  }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* found = nullptr;
-  std::string result = mine ? mine->host : "127.0.0.1";
-  if (getaddrinfo(peer.host.c_str(), std::to_string(peer.port).c_str(), &hints, &found) != 0) return result;
-  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    int fd = socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) continue;
-    sockaddr_storage local{};
-    socklen_t len = sizeof(local);
-    char text[INET6_ADDRSTRLEN] = {0};
-    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
-      const void* raw = local.ss_family == AF_INET
-                            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
-                            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
-      if (inet_ntop(local.ss_family, raw, text, sizeof(text)) != nullptr) result = text;
-      close(fd);
-      break;
-    }
-    close(fd);
-  }
-  freeaddrinfo(found);
-  return result;
-}
 
 // fn on one replica; an exception (the GPU backend's kernels throw
 // CudaError) becomes the replica's error instead of std::terminate.
@@ -177,76 +85,6 @@ MirroredStrategy::~MirroredStrategy() {
   service_.reset();
 }
 
-namespace {
-
-// An exception escaping a thread this program does not run its own code on
-// (Gloo's transport thread: a message of another size than the operation
-// posted here) ends the process; say what that usually means before the
-// standard handler prints the exception.
-std::terminate_handler g_previous_terminate = nullptr;
-std::string g_task_for_terminate;
-
-[[noreturn]] void OnTerminate() {
-  std::string what = "std::terminate without an exception (a joinable std::thread destroyed?)";
-  if (std::exception_ptr e = std::current_exception()) {
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-      what = ex.what();
-    } catch (...) {
-      what = "an exception of unknown type";
-    }
-  }
-  const std::string msg = std::string(program_invocation_short_name) + ": " + g_task_for_terminate +
-                          ": fatal: uncaught exception: " + what +
-                          (what.find("enforce fail") != std::string::npos
-                               ? " (Gloo received a message that does not fit the operation posted here: the tasks "
-                                 "called collectives of different sizes or kinds at the same point)\n"
-                               : "\n");
-  (void)!write(STDERR_FILENO, msg.data(), msg.size());
-  if (g_previous_terminate != nullptr) g_previous_terminate();
-  std::abort();
-}
-
-// `timeout`, when a collective's own DeadlineExceeded, with the tasks that,
-// as the coordination service last heard (`progress`), never started it.
-Status WithTasksBehind(const Status& timeout, const StatusOr<coordination::rpc::ProgressResponse>& progress,
-                       const std::string& task_name) {
-  // Only a collective that itself timed out ("all-reduce #12 (...) failed
-  // after ...", NCCL's too), not a local replica's wait for another local
-  // replica, nor a wait of the program's own: #12 is the operation every
-  // task must start, counted as the heartbeats count.
-  static const std::regex kCollective(R"(^(?:NCCL )?(?:all-reduce|broadcast|barrier) #([0-9]+) )");
-  std::smatch m;
-  if (!progress.ok() || !std::regex_search(timeout.message(), m, kCollective) ||
-      timeout.message().find("for local replicas [") != std::string::npos) {
-    return timeout;
-  }
-  const uint64_t seq = std::stoull(m[1].str());
-  auto ago = [](int64_t ms) { return SecondsText(std::chrono::milliseconds(ms)); };
-  std::ostringstream behind;
-  int count = 0;
-  for (const auto& t : progress->tasks()) {
-    if (t.task() == task_name || t.collectives() >= seq) continue;
-    behind << (count++ ? ", " : "") << t.task();
-    if (t.ms_since_heartbeat() < 0) {
-      behind << " (no heartbeat yet)";
-    } else {
-      behind << " (at " << t.collectives() << " collectives, unchanged for " << ago(t.ms_since_progress())
-             << "; last heartbeat " << ago(t.ms_since_heartbeat()) << " ago)";
-    }
-  }
-  const std::string what =
-      count == 0 ? " (as their heartbeats say, every task has started it: the tasks called different collectives "
-                   "at this point (kind, size or root), a task stopped inside it, or the transport between them "
-                   "failed)"
-                 : " (never started by " + behind.str() +
-                       ": alive, so busy or stuck in its own code, or waiting in another collective)";
-  return Status(timeout.code(), timeout.message() + what);
-}
-
-}  // namespace
-
 StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const ClusterConfig& config,
                                                                      const StrategyOptions& options) {
   // A peer that dies leaves Gloo writing to a closed socket: SIGPIPE's
@@ -265,11 +103,7 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
   std::unique_ptr<MirroredStrategy> s(new MirroredStrategy());
   s->options_ = options;
   s->task_name_ = config.task.ToString();
-  static std::once_flag terminate_installed;
-  std::call_once(terminate_installed, [&] {
-    g_task_for_terminate = s->task_name_;
-    g_previous_terminate = std::set_terminate(&OnTerminate);
-  });
+  InstallTerminateHandler(s->task_name_);
   // Decided before joining: a task that cannot run its replicas fails now
   // (exit 2) and the launcher stops the others.
   GpuProbe probe;  // a CPU-only task never initialises the CUDA runtime
@@ -456,76 +290,6 @@ Status MirroredStrategy::CheckSameDeviceKind(const std::vector<std::string>& tas
                               "--device and each host's GPUs (CUDA_VISIBLE_DEVICES)");
 }
 
-namespace {
-
-// A SIGINT or SIGTERM while the chief serves its failure: stop serving and
-// exit with the failure's own code (a launcher stopping the job reads that,
-// not "stopped").
-volatile sig_atomic_t g_serve_stop_signal = 0;
-void OnServeStopSignal(int sig) { g_serve_stop_signal = sig; }
-
-// The chief failed before the job formed: it hosts a service that knows
-// only that, so the tasks registering learn it at once (see
-// ReportFailureBeforeJoining).
-void ServeFailureBeforeJoining(const ClusterConfig& config, const StrategyOptions& options, const Status& error,
-                               const HostPort& chief_address, std::chrono::milliseconds wait) {
-  namespace co = coordination;
-  if (config.NumTrainingTasks() < 2) return;
-  co::CoordinationServiceOptions so;
-  for (const TaskId& t : config.cluster.TrainingTasks()) {
-    so.tasks.push_back(t.ToString());
-    so.cluster += (so.cluster.empty() ? "" : ", ") + t.ToString();
-    so.task_hosts.push_back(config.cluster.AddressOf(t)->host);
-  }
-  so.registration_timeout_ms = std::max<int64_t>(wait.count(), 1);
-  auto service = co::CoordinationService::Create(so);
-  if (!service.ok()) return;
-  if (Status reported = (*service)->ReportError(config.task.ToString(), co::CoordinationService::kBeforeJoining, error);
-      !reported.ok()) {
-    return;
-  }
-  // No deadline thread: nothing here waits on the service's own clock.
-  auto server = co::CoordinationServer::Start(ListenAddress(chief_address), options.job_token, service->get());
-  if (!server.ok()) {
-    MIRRORED_LOG(WARNING) << "cannot serve this error to the other tasks (" << server.status()
-                          << "): they wait for it until their registration timeout";
-    return;
-  }
-  // Handlers before the line that says it serves: a signal sent on seeing it
-  // ends the serving, not the process.
-  struct sigaction stop {}, old_int {}, old_term {};
-  stop.sa_handler = &OnServeStopSignal;
-  sigemptyset(&stop.sa_mask);
-  g_serve_stop_signal = 0;
-  sigaction(SIGINT, &stop, &old_int);
-  sigaction(SIGTERM, &stop, &old_term);
-  MIRRORED_LOG(INFO) << "serving this error at " << (*server)->bound_address()
-                     << " to the tasks that register, so they stop instead of waiting for this one (up to "
-                     << SecondsText(wait) << ")";
-  // In slices: a signal handler cannot notify the wait's condition variable.
-  const auto deadline = std::chrono::steady_clock::now() + wait;
-  std::vector<std::string> not_told;
-  do {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    not_told = (*service)->WaitUntilEveryTaskKnowsJobError(
-        std::clamp(left, std::chrono::milliseconds(0), std::chrono::milliseconds(100)));
-  } while (!not_told.empty() && g_serve_stop_signal == 0 && std::chrono::steady_clock::now() < deadline);
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  if (g_serve_stop_signal != 0) {
-    MIRRORED_LOG(INFO) << "stopped serving this error on signal " << static_cast<int>(g_serve_stop_signal);
-  } else if (!not_told.empty()) {
-    std::string names;
-    for (const std::string& t : not_told) names += (names.empty() ? "" : ", ") + t;
-    MIRRORED_LOG(INFO) << "no word from " << names << " within " << SecondsText(wait)
-                       << ": they learn of this error only when their registration times out";
-  }
-  (*server)->Stop(/*grace_ms=*/500);
-}
-
-}  // namespace
-
 void MirroredStrategy::ReportFailureBeforeJoining(const ClusterConfig& config, const StrategyOptions& options,
                                                   const Status& error, std::chrono::milliseconds wait) {
   namespace co = coordination;
@@ -549,22 +313,6 @@ void MirroredStrategy::ReportFailureBeforeJoining(const ClusterConfig& config, c
     MIRRORED_LOG(INFO) << "told the chief's coordination service at " << chief_address->ToString()
                        << ", so the other tasks stop instead of waiting for this one";
   }
-}
-
-StrategyOptions StrategyOptions::FromEnvironment() {
-  StrategyOptions o;
-  if (const char* token = std::getenv(kJobTokenVariable)) o.job_token = token;
-  if (const char* check = std::getenv(kCheckCollectivesVariable)) {
-    std::string v(check);
-    for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    o.check_collectives = v == "1" || v == "true" || v == "yes" || v == "on";
-    if (!o.check_collectives && !v.empty() && v != "0" && v != "false" && v != "no" && v != "off") {
-      MIRRORED_LOG(WARNING) << kCheckCollectivesVariable << "=" << check
-                            << " is neither on (1, true, yes, on) nor off (0, false, no, off): left off";
-    }
-  }
-  o.restarted = LauncherGeneration().value_or(0) > 0;
-  return o;
 }
 
 Status MirroredStrategy::CheckTasksAgree(const std::vector<std::pair<std::string, std::string>>& settings) {

@@ -47,6 +47,7 @@
 #include "worker/comm/replica_group.h"
 #include "worker/model/backend.h"
 #include "worker/train/device_choice.h"
+#include "worker/train/strategy_options.h"
 
 namespace mirrored {
 
@@ -57,45 +58,6 @@ class CoordinationService;
 class CoordinationGlooStore;
 }  // namespace coordination
 class ProcessGroup;
-
-struct StrategyOptions {
-  // kCpu: `cpu_replicas` CPU replicas. kGpu: one replica per visible GPU
-  // (InvalidArgument when there is none). kAuto: GPUs when the CUDA runtime
-  // sees any, else CPU replicas. The library default is kCpu, so a program
-  // that asks for cpu_replicas gets them on any host; mirrored-worker passes
-  // --device (default auto).
-  DeviceKind device = DeviceKind::kCpu;
-  int cpu_replicas = 1;
-  // What the CUDA runtime says about the GPUs (a seam for tests); empty:
-  // ProbeGpus(). Not consulted for kCpu.
-  std::function<GpuProbe()> gpu_probe;
-  std::string job_token;  // MIRRORED_JOB_TOKEN
-  // This task was restarted by its launcher (MIRRORED_GENERATION > 0): a
-  // coordination service that answers its registration with the job's
-  // failure still runs the generation that failed, and the task waits
-  // (within registration_timeout) for the chief's next one instead of
-  // exiting 3. See CoordinationAgentOptions::restarted.
-  bool restarted = false;
-  std::chrono::milliseconds collective_timeout{300000};
-  std::chrono::milliseconds registration_timeout{300000};
-  std::chrono::milliseconds heartbeat_interval{1000};
-  std::chrono::milliseconds heartbeat_timeout{5000};
-  // How long an aborting task waits for its replicas to return before it
-  // exits anyway (a Gloo operation blocked on a frozen peer cannot be
-  // interrupted; replicas waiting on local barriers return at once).
-  std::chrono::milliseconds abort_grace{500};
-  // Before every cross-process operation, check that every task runs the
-  // same one (kind, reduction, root, size) and fail all of them naming what
-  // each ran if not (CheckedProcessGroup); one small all-reduce more per
-  // operation. CPU replicas; MIRRORED_CHECK_COLLECTIVES=1.
-  bool check_collectives = false;
-
-  // What mirrored-launch tells each task in its environment: the job token
-  // (MIRRORED_JOB_TOKEN) and whether the task was restarted
-  // (MIRRORED_GENERATION > 0), and MIRRORED_CHECK_COLLECTIVES. Start from
-  // this in your own program.
-  static StrategyOptions FromEnvironment();
-};
 
 // What a replica's thread knows about itself.
 class ReplicaContext {

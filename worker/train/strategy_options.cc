@@ -1,0 +1,27 @@
+#include "worker/train/strategy_options.h"
+
+#include <cctype>
+#include <cstdlib>
+
+#include "common/launcher_environment.h"
+#include "common/logging.h"
+
+namespace mirrored {
+
+StrategyOptions StrategyOptions::FromEnvironment() {
+  StrategyOptions o;
+  if (const char* token = std::getenv(kJobTokenVariable)) o.job_token = token;
+  if (const char* check = std::getenv(kCheckCollectivesVariable)) {
+    std::string v(check);
+    for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    o.check_collectives = v == "1" || v == "true" || v == "yes" || v == "on";
+    if (!o.check_collectives && !v.empty() && v != "0" && v != "false" && v != "no" && v != "off") {
+      MIRRORED_LOG(WARNING) << kCheckCollectivesVariable << "=" << check
+                            << " is neither on (1, true, yes, on) nor off (0, false, no, off): left off";
+    }
+  }
+  o.restarted = LauncherGeneration().value_or(0) > 0;
+  return o;
+}
+
+}  // namespace mirrored
