@@ -116,7 +116,8 @@ int RunWorker(const WorkerOptions& options) {
   auto loading = std::async(std::launch::async, [&options] {
     return data::FashionMnist::Load(options.data_dir, options.validate);
   });
-  auto strategy = MirroredStrategy::Create(*config, so);
+  JoinAttempt attempt;
+  auto strategy = MirroredStrategy::Create(*config, so, &attempt);
   auto data = loading.get();
   if (!strategy.ok() && Preemption::Requested()) {
     // SIGTERM before the job formed: nothing to checkpoint, stop now.
@@ -125,10 +126,11 @@ int RunWorker(const WorkerOptions& options) {
     return 128 + SIGTERM;
   }
   if (!strategy.ok()) {
-    // Refused before it registered (no usable device): the others must not
-    // wait for it. (After registering, the service already knows.)
+    // A configuration error: the others must not wait for this task (no
+    // usable device), nor, when the chief's own service found the error
+    // (tasks started with other clusters), for a chief gone.
     const int code = Fail(task, strategy.status());
-    if (code == kExitUsage) MirroredStrategy::ReportFailureBeforeJoining(*config, so, strategy.status());
+    if (code == kExitUsage) attempt.ReportFailure(*config, so, strategy.status());
     return code;
   }
   if (!data.ok()) {

@@ -120,10 +120,10 @@ TEST_F(CoordinationServiceTest, AFailureBeforeJoiningEndsTheWaitForTheJob) {
 // registering and being answered with the error, and no longer.
 TEST_F(CoordinationServiceTest, TheChiefsFailureBeforeJoiningIsServedUntilEveryTaskKnowsIt) {
   auto s = Make({"chief:0", "worker:0", "worker:1"});
-  EXPECT_TRUE(s->WaitUntilEveryTaskKnowsJobError(std::chrono::milliseconds(0)).empty())
+  EXPECT_TRUE(s->WaitUntilEveryTaskKnowsFailure(std::chrono::milliseconds(0)).empty())
       << "no job error: nothing to tell";
   ASSERT_TRUE(s->ReportError("chief:0", CoordinationService::kBeforeJoining, NotFoundError("/x: no such file")).ok());
-  EXPECT_EQ(s->WaitUntilEveryTaskKnowsJobError(std::chrono::milliseconds(1)),
+  EXPECT_EQ(s->WaitUntilEveryTaskKnowsFailure(std::chrono::milliseconds(1)),
             (std::vector<std::string>{"worker:0", "worker:1"}));
   std::optional<StatusOr<RegisteredView>> w0;
   s->RegisterTaskAsync({.task = "worker:0", .incarnation = 2, .device_count = 1}, [&](const auto& v) { w0 = v; });
@@ -132,14 +132,14 @@ TEST_F(CoordinationServiceTest, TheChiefsFailureBeforeJoiningIsServedUntilEveryT
   EXPECT_NE(w0->status().message().find("task chief:0 failed at "), std::string::npos) << w0->status();
   EXPECT_NE(w0->status().message().find("NOT_FOUND: /x: no such file (before it joined the job)"), std::string::npos)
       << w0->status();
-  EXPECT_EQ(s->WaitUntilEveryTaskKnowsJobError(std::chrono::milliseconds(1)), (std::vector<std::string>{"worker:1"}));
+  EXPECT_EQ(s->WaitUntilEveryTaskKnowsFailure(std::chrono::milliseconds(1)), (std::vector<std::string>{"worker:1"}));
   // The last one reports a failure of its own from another thread: the wait
   // ends then, long before its timeout.
   std::thread reporter([&] {
     EXPECT_TRUE(s->ReportError("worker:1", CoordinationService::kBeforeJoining, InvalidArgumentError("bad")).ok());
   });
   const auto started = std::chrono::steady_clock::now();
-  EXPECT_TRUE(s->WaitUntilEveryTaskKnowsJobError(std::chrono::seconds(60)).empty());
+  EXPECT_TRUE(s->WaitUntilEveryTaskKnowsFailure(std::chrono::seconds(60)).empty());
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30));
   reporter.join();
 }
@@ -199,6 +199,42 @@ TEST_F(CoordinationServiceTest, ATaskWithAnotherClusterFailsEveryRegistration) {
                           [&](const auto& v) { late = v; });
   ASSERT_TRUE(late.has_value());
   EXPECT_EQ(late->status().code(), StatusCode::kInvalidArgument) << late->status();
+}
+
+// The registration error of a task with another cluster is the job's
+// failure too: the tasks yet to register have not heard it (a chief whose
+// join failed so keeps its service up for them) until they register.
+// After a registration timeout there is no one to tell: the tasks missing
+// are those that did not come.
+TEST_F(CoordinationServiceTest, TheTasksYetToRegisterHaveNotHeardARegistrationErrorButNotATimeout) {
+  CoordinationServiceOptions o;
+  o.tasks = {"worker:0", "worker:1", "worker:2"};
+  o.cluster = "worker:0, worker:1, worker:2";
+  auto s = CoordinationService::Create(std::move(o));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE((*s)->WaitUntilEveryTaskKnowsFailure(std::chrono::milliseconds(0)).empty()) << "no error yet";
+  (*s)->RegisterTaskAsync(
+      {.task = "worker:0", .incarnation = 1, .device_count = 1, .cluster = "worker:0, worker:1, worker:2"},
+      [](const auto&) {});
+  (*s)->RegisterTaskAsync({.task = "worker:1", .incarnation = 2, .device_count = 1, .cluster = "worker:0, worker:1"},
+                          [](const auto&) {});
+  EXPECT_EQ((*s)->WaitUntilEveryTaskKnowsFailure(std::chrono::milliseconds(1)),
+            (std::vector<std::string>{"worker:2"}));
+  std::thread late([&] {
+    (*s)->RegisterTaskAsync(
+        {.task = "worker:2", .incarnation = 3, .device_count = 1, .cluster = "worker:0, worker:1, worker:2"},
+        [](const StatusOr<RegisteredView>& v) { EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument); });
+  });
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_TRUE((*s)->WaitUntilEveryTaskKnowsFailure(std::chrono::seconds(60)).empty());
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30));
+  late.join();
+
+  auto timed_out = Make({"chief:0", "worker:0"});
+  timed_out->RegisterTaskAsync({.task = "chief:0", .incarnation = 1, .device_count = 1}, [](const auto&) {});
+  now_ = 5000;
+  timed_out->CheckDeadlines();
+  EXPECT_TRUE(timed_out->WaitUntilEveryTaskKnowsFailure(std::chrono::milliseconds(0)).empty());
 }
 
 // A second process claiming a task that runs, from another host, while that

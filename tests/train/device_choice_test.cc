@@ -318,7 +318,8 @@ TEST(DeviceChoiceWorkerTest, TheChiefStopsServingItsErrorOnSigtermWithItsOwnCode
 
 // A chief whose Create fails after its service started (here every task's
 // registration fails: another task was started with another cluster) has
-// told the others through that service: it does not serve the error again.
+// told every task of its cluster through that service: there is no one
+// left to serve the error to, and it exits at once.
 TEST(DeviceChoiceWorkerTest, AChiefFailingAfterItsServiceRanDoesNotServeAgain) {
   const std::string bin = std::string(MIRRORED_BIN_DIR) + "/mirrored-worker";
   auto p0 = PortReservation::Reserve();
@@ -345,6 +346,50 @@ TEST(DeviceChoiceWorkerTest, AChiefFailingAfterItsServiceRanDoesNotServeAgain) {
   EXPECT_EQ((*chief)->output().find("serving this error"), std::string::npos) << (*chief)->output();
   auto other_exit = (*other)->WaitExit(60s);
   ASSERT_TRUE(other_exit.has_value()) << (*other)->output();
+}
+
+// The same failure while a task of the chief's cluster has not started yet:
+// the chief keeps its service answering, so that task, started after the
+// chief said its error, stops at once naming it (exit 2, a configuration
+// error like the others'), instead of waiting out its registration timeout
+// (300 s here) for a chief gone, and being restarted by its launcher.
+TEST(DeviceChoiceWorkerTest, AChiefFailingAfterItsServiceRanTellsATaskStartedLater) {
+  const std::string bin = std::string(MIRRORED_BIN_DIR) + "/mirrored-worker";
+  auto p0 = PortReservation::Reserve();
+  auto p1 = PortReservation::Reserve();
+  auto p2 = PortReservation::Reserve();
+  ASSERT_TRUE(p0.ok() && p1.ok() && p2.ok());
+  const std::string two = R"(")" + p0->address() + R"(",")" + p1->address() + R"(")";
+  const std::string three = two + R"(,")" + p2->address() + R"(")";
+  auto tf_config = [](const std::string& workers, int index) {
+    return R"(TF_CONFIG={"cluster":{"worker":[)" + workers + R"(]},"task":{"type":"worker","index":)" +
+           std::to_string(index) + "}}";
+  };
+  auto start = [&](const std::string& workers, int index) {
+    return testing_util::WorkerProcess::Start({bin, "--device", "cpu", "--model", "mlp", "--max-steps", "1"},
+                                              {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=t", tf_config(workers, index)});
+  };
+  auto chief = start(three, 0);
+  ASSERT_TRUE(chief.ok()) << chief.status();
+  auto other = start(two, 1);
+  ASSERT_TRUE(other.ok()) << other.status();
+  const std::string error = "task worker:1 was started with another cluster than the chief's";
+  ASSERT_TRUE((*chief)->WaitForOutput(error, 60s)) << (*chief)->output();
+  auto late = start(three, 2);
+  ASSERT_TRUE(late.ok()) << late.status();
+  auto late_exit = (*late)->WaitExit(30s);
+  ASSERT_TRUE(late_exit.has_value()) << "the task started late still waits:\n" << (*late)->output();
+  EXPECT_EQ(late_exit->exit_code, kExitUsage) << (*late)->output();
+  EXPECT_NE((*late)->output().find(error), std::string::npos) << (*late)->output();
+  auto chief_exit = (*chief)->WaitExit(30s);
+  ASSERT_TRUE(chief_exit.has_value()) << (*chief)->output();
+  EXPECT_EQ(chief_exit->exit_code, kExitUsage) << (*chief)->output();
+  EXPECT_NE((*chief)->output().find("serving this error at"), std::string::npos) << (*chief)->output();
+  EXPECT_EQ((*chief)->output().find("no word from"), std::string::npos)
+      << "every task heard it before the serve window ended:\n" << (*chief)->output();
+  auto other_exit = (*other)->WaitExit(30s);
+  ASSERT_TRUE(other_exit.has_value()) << (*other)->output();
+  EXPECT_EQ(other_exit->exit_code, kExitUsage) << (*other)->output();
 }
 
 TEST(DeviceChoiceWorkerTest, DeviceAutoWithoutAGpuTrainsOnCpuReplicas) {

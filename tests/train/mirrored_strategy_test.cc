@@ -1,5 +1,5 @@
 // MirroredStrategy as a user's own program meets it: its process-wide
-// settings, and misuse of the replica functions that must fail at once with
+// settings, a retried Create, and misuse of the replica functions that must fail at once with
 // a message, not hang until the collective timeout or kill the process.
 #include "worker/train/mirrored_strategy.h"
 
@@ -12,6 +12,8 @@
 
 #include "common/cluster/tf_config_parser.h"
 #include "launcher/job/port_reservation.h"
+#include "worker/coordination/coordination_server.h"
+#include "worker/coordination/coordination_service.h"
 
 namespace mirrored {
 namespace {
@@ -32,6 +34,45 @@ sighandler_t Disposition() {
   struct sigaction now {};
   sigaction(SIGPIPE, nullptr, &now);
   return now.sa_handler;
+}
+
+// Create's account of how far it got belongs to the call, not the process:
+// after a Create that reached the service (its registration timed out), a
+// retry refused before it (no usable device) still tells the chief's
+// service, which then fails the job naming it.
+TEST(MirroredStrategyTest, ARetriedCreateReportsItsOwnFailureBeforeJoining) {
+  auto p0 = PortReservation::Reserve();
+  auto p1 = PortReservation::Reserve();
+  ASSERT_TRUE(p0.ok() && p1.ok());
+  auto config = ParseTfConfig(R"({"cluster":{"worker":[")" + p0->address() + R"(",")" + p1->address() +
+                              R"("]},"task":{"type":"worker","index":1}})");
+  ASSERT_TRUE(config.ok()) << config.status();
+  StrategyOptions so;
+  so.job_token = "retry";
+  so.registration_timeout = 200ms;  // nobody hosts the chief's service yet
+  JoinAttempt attempt;
+  auto first = MirroredStrategy::Create(*config, so, &attempt);
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().code(), StatusCode::kDeadlineExceeded) << first.status();
+  EXPECT_TRUE(attempt.reached_service());
+
+  coordination::CoordinationServiceOptions chief_options;
+  chief_options.tasks = {"worker:0", "worker:1"};
+  auto service = coordination::CoordinationService::Create(chief_options);
+  ASSERT_TRUE(service.ok()) << service.status();
+  auto server = coordination::CoordinationServer::Start(p0->address(), "retry", service->get());
+  ASSERT_TRUE(server.ok()) << server.status();
+  so.device = DeviceKind::kGpu;
+  so.gpu_probe = [] { return GpuProbe{0, "no CUDA-capable device is detected"}; };
+  auto second = MirroredStrategy::Create(*config, so, &attempt);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kInvalidArgument) << second.status();
+  EXPECT_FALSE(attempt.reached_service()) << "refused before it asked to register";
+  attempt.ReportFailure(*config, so, second.status(), 10s);
+  const std::optional<Status> job_error = (*service)->job_error();
+  ASSERT_TRUE(job_error.has_value()) << "the retry's failure was not reported";
+  EXPECT_NE(job_error->message().find("task worker:1 failed at "), std::string::npos) << *job_error;
+  EXPECT_NE(job_error->message().find("--device gpu: no usable GPU"), std::string::npos) << *job_error;
 }
 
 // A write to a dead peer's socket must fail with EPIPE (the peer's failure,

@@ -197,9 +197,12 @@ void CoordinationService::RegisterTaskAsync(const Registration& registration, Re
           "tasks [" + cluster + "], the chief's [" + options_.cluster +
           "]; every task of a job needs the same \"cluster\" (only \"task\" differs)");
       for (auto& [pending_index, pending_done] : pending_registrations_) {
+        tasks_[pending_index].told_failure = true;
         deferred.push_back([d = std::move(pending_done), e = *registration_error_] { d(e); });
       }
       pending_registrations_.clear();
+      if (index >= 0) tasks_[index].told_failure = true;
+      told_cv_.notify_all();
       immediate = *registration_error_;
     } else if (index < 0) {
       int dummy;
@@ -210,10 +213,12 @@ void CoordinationService::RegisterTaskAsync(const Registration& registration, Re
                                        " local devices; it needs at least 1");
     } else if (job_error_) {
       immediate = *job_error_;
-      tasks_[index].told_job_error = true;
+      tasks_[index].told_failure = true;
       told_cv_.notify_all();
     } else if (registration_error_) {
       immediate = *registration_error_;
+      tasks_[index].told_failure = true;
+      told_cv_.notify_all();
     } else if (view_) {
       Task& t = tasks_[index];
       // Alive by every sign (a heartbeat within the last 2 s, the usual
@@ -342,6 +347,7 @@ void CoordinationService::CompleteRegistrationLocked(Deferred* deferred) {
   }();
   if (!view.ok()) {
     registration_error_ = view.status();
+    told_cv_.notify_all();
   } else {
     view_ = RegisteredView{*view, -1};
     const int64_t now = options_.now_ms();
@@ -354,6 +360,7 @@ void CoordinationService::CompleteRegistrationLocked(Deferred* deferred) {
       RegisteredView mine{*view, index};
       deferred->push_back([done = std::move(done), mine = std::move(mine)] { done(mine); });
     } else {
+      tasks_[index].told_failure = true;
       deferred->push_back([done = std::move(done), s = view.status()] { done(s); });
     }
   }
@@ -465,7 +472,7 @@ void CoordinationService::FailTaskLocked(int index, std::string what, Deferred* 
   if (job_error_) return;  // the first failure is the root cause; keep it
   job_error_ = error;
   for (auto& [i, done] : pending_registrations_) {
-    tasks_[i].told_job_error = true;
+    tasks_[i].told_failure = true;
     deferred->push_back([done = std::move(done), error] { done(error); });
   }
   pending_registrations_.clear();
@@ -481,13 +488,16 @@ void CoordinationService::FailTaskLocked(int index, std::string what, Deferred* 
   deferred->push_back([this, error] { kv_.AbortWaiters(error); });
 }
 
-std::vector<std::string> CoordinationService::WaitUntilEveryTaskKnowsJobError(std::chrono::milliseconds timeout) {
+std::vector<std::string> CoordinationService::WaitUntilEveryTaskKnowsFailure(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   auto not_told = [this] {
     std::vector<std::string> names;
-    if (!job_error_) return names;
+    // Once the job formed, every task's error poll tells it; the tasks
+    // missing at the registration timeout are its cause, not its audience.
+    const bool to_tell = !view_ && (job_error_ || (registration_error_ && !registration_timed_out_));
+    if (!to_tell) return names;
     for (const Task& t : tasks_) {
-      if (t.state != TaskState::kFailed && !t.told_job_error) names.push_back(t.name);
+      if (t.state != TaskState::kFailed && !t.told_failure) names.push_back(t.name);
     }
     return names;
   };
@@ -644,8 +654,11 @@ void CoordinationService::CheckDeadlines() {
           RefusedNoteLocked();
       registration_error_ =
           refused_hosts_.empty() ? DeadlineExceededError(message) : InvalidArgumentError(message);
+      registration_timed_out_ = true;
+      told_cv_.notify_all();  // nothing more to tell: see WaitUntilEveryTaskKnowsFailure
       MIRRORED_LOG(ERROR) << registration_error_->message();
       for (auto& [i, done] : pending_registrations_) {
+        tasks_[i].told_failure = true;
         deferred.push_back([done = std::move(done), s = *registration_error_] { done(s); });
       }
       pending_registrations_.clear();

@@ -197,12 +197,16 @@ class CoordinationService {
   // own, and their heartbeats are counted afresh first. Returns now_ms().
   int64_t CheckDeadlinesAfter(int64_t previous_round_ms);
 
-  // Blocks until every training task knows the job error (it failed
-  // itself, or its registration was answered with the error) or `timeout`
-  // passes (real time). For a chief that failed before the job formed: it
-  // serves its error to the tasks still registering, then exits. Returns the
-  // tasks not told ({} with no job error: nothing to tell).
-  std::vector<std::string> WaitUntilEveryTaskKnowsJobError(std::chrono::milliseconds timeout);
+  // Blocks until every training task knows why the job failed to form (it
+  // failed itself, or its registration was answered with the job error or
+  // the registration error) or `timeout` passes (real time). For a chief
+  // whose join failed before the job formed (its own error before joining,
+  // a task started with another cluster): it keeps serving that error to
+  // the tasks still to register, then exits. Returns the tasks not told: {}
+  // with nothing to tell (no error; the job formed, so every task's error
+  // poll tells it; the registration timed out, so the tasks missing are its
+  // cause: they did not come within the registration timeout).
+  std::vector<std::string> WaitUntilEveryTaskKnowsFailure(std::chrono::milliseconds timeout);
 
   // Error polls now open: the tasks watched for connection loss.
   size_t open_error_polls() const;
@@ -221,7 +225,7 @@ class CoordinationService {
     uint64_t collectives = 0;    // as its last heartbeat said
     int64_t progress_ms = 0;     // when `collectives` last changed
     std::string host;  // the registered process's (PeerHost), "" when unknown
-    bool told_job_error = false;  // a registration of it was answered with the job error
+    bool told_failure = false;  // a registration of it was answered with the job or registration error
     // A second process from the task's own host, not a launcher's restart,
     // told to wait while this one is alive: the first such answer's time.
     uint64_t waiting_claim_incarnation = 0;
@@ -262,6 +266,7 @@ class CoordinationService {
   std::vector<std::pair<int, RegisterCallback>> pending_registrations_;
   std::optional<RegisteredView> view_;  // set once everyone registered
   std::optional<Status> registration_error_;
+  bool registration_timed_out_ = false;  // registration_error_ is the registration timeout
   std::optional<Status> job_error_;
   BarrierTable barriers_;
   std::map<uint64_t, Poll> polls_;

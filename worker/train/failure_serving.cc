@@ -47,6 +47,15 @@ void ServeFailureBeforeJoining(const ClusterConfig& config, const StrategyOption
                           << "): they wait for it until their registration timeout";
     return;
   }
+  ServeUntilEveryTaskKnows(**service, **server, wait);
+}
+
+void ServeUntilEveryTaskKnows(coordination::CoordinationService& service, coordination::CoordinationServer& server,
+                              std::chrono::milliseconds wait) {
+  if (service.WaitUntilEveryTaskKnowsFailure(std::chrono::milliseconds(0)).empty()) {
+    server.Stop(/*grace_ms=*/500);
+    return;
+  }
   // Handlers before the line that says it serves: a signal sent on seeing it
   // ends the serving, not the process.
   struct sigaction stop {}, old_int {}, old_term {};
@@ -55,7 +64,7 @@ void ServeFailureBeforeJoining(const ClusterConfig& config, const StrategyOption
   g_serve_stop_signal = 0;
   sigaction(SIGINT, &stop, &old_int);
   sigaction(SIGTERM, &stop, &old_term);
-  MIRRORED_LOG(INFO) << "serving this error at " << (*server)->bound_address()
+  MIRRORED_LOG(INFO) << "serving this error at " << server.bound_address()
                      << " to the tasks that register, so they stop instead of waiting for this one (up to "
                      << SecondsText(wait) << ")";
   // In slices: a signal handler cannot notify the wait's condition variable.
@@ -64,7 +73,7 @@ void ServeFailureBeforeJoining(const ClusterConfig& config, const StrategyOption
   do {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    not_told = (*service)->WaitUntilEveryTaskKnowsJobError(
+    not_told = service.WaitUntilEveryTaskKnowsFailure(
         std::clamp(left, std::chrono::milliseconds(0), std::chrono::milliseconds(100)));
   } while (!not_told.empty() && g_serve_stop_signal == 0 && std::chrono::steady_clock::now() < deadline);
   sigaction(SIGINT, &old_int, nullptr);
@@ -77,7 +86,7 @@ void ServeFailureBeforeJoining(const ClusterConfig& config, const StrategyOption
     MIRRORED_LOG(INFO) << "no word from " << names << " within " << SecondsText(wait)
                        << ": they learn of this error only when their registration times out";
   }
-  (*server)->Stop(/*grace_ms=*/500);
+  server.Stop(/*grace_ms=*/500);
 }
 
 }  // namespace mirrored

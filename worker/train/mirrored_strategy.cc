@@ -29,7 +29,7 @@
 #include "worker/coordination/coordination_server.h"
 #include "worker/coordination/coordination_service.h"
 #include "worker/coordination/nccl_unique_id.h"
-#include "worker/train/failure_serving.h"
+#include "worker/train/join_attempt.h"
 #include "worker/train/local_addresses.h"
 #include "worker/train/preemption.h"
 #include "worker/train/tasks_behind.h"
@@ -41,11 +41,6 @@
 
 namespace mirrored {
 namespace {
-
-// This process has hosted the job's coordination service (as its chief) or
-// asked it to register: a later failure is the job's, told by that service,
-// and ReportFailureBeforeJoining has nothing to add.
-std::atomic<bool> g_joining{false};
 
 // fn on one replica; an exception (the GPU backend's kernels throw
 // CudaError) becomes the replica's error instead of std::terminate.
@@ -66,9 +61,17 @@ Status RunReplica(const std::function<Status(ReplicaContext&)>& fn, ReplicaConte
 }  // namespace
 
 MirroredStrategy::~MirroredStrategy() {
-  // Order: communicators, then the agent (its threads may call OnJobError),
-  // then the server and the service it serves. An OnJobError in progress
-  // holds its own reference: the group is destroyed by whoever lets go last.
+  LeaveJob();
+  // Then the server and the service it serves.
+  if (server_) server_->Stop(500);
+  server_.reset();
+  service_.reset();
+}
+
+void MirroredStrategy::LeaveJob() {
+  // Order: communicators, then the agent (its threads may call OnJobError).
+  // An OnJobError in progress holds its own reference: the group is
+  // destroyed by whoever lets go last.
   std::shared_ptr<ReplicaGroup> replicas;
   std::shared_ptr<ProcessGroup> process_group;
   {
@@ -80,13 +83,32 @@ MirroredStrategy::~MirroredStrategy() {
   process_group.reset();
   store_.reset();
   agent_.reset();
-  if (server_) server_->Stop(500);
-  server_.reset();
-  service_.reset();
 }
 
 StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const ClusterConfig& config,
-                                                                     const StrategyOptions& options) {
+                                                                     const StrategyOptions& options,
+                                                                     JoinAttempt* attempt) {
+  JoinAttempt unkept;  // the caller's, or one that dies with this call
+  JoinAttempt& a = attempt != nullptr ? *attempt : unkept;
+  a.Reset();  // a retry starts afresh, and frees the port a kept service held
+  std::unique_ptr<MirroredStrategy> s(new MirroredStrategy());
+  if (Status joined = s->Join(config, options, a); !joined.ok()) {
+    if (attempt != nullptr) s->KeepServiceIn(*attempt);
+    return joined;
+  }
+  return s;
+}
+
+void MirroredStrategy::KeepServiceIn(JoinAttempt& attempt) {
+  // Only a service whose failure some task still to register has not heard
+  // (a task started with another cluster): it tells them when they come.
+  if (!server_ || service_->WaitUntilEveryTaskKnowsFailure(std::chrono::milliseconds(0)).empty()) return;
+  LeaveJob();
+  attempt.service_ = std::move(service_);
+  attempt.server_ = std::move(server_);
+}
+
+Status MirroredStrategy::Join(const ClusterConfig& config, const StrategyOptions& options, JoinAttempt& attempt) {
   // A peer that dies leaves Gloo writing to a closed socket: SIGPIPE's
   // default action would kill this task (exit 141, no message) before the
   // failure could be reported as the peer's (exit 3). Unless the program
@@ -100,21 +122,20 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
     MIRRORED_LOG(WARNING) << kJobTokenVariable << " is set but StrategyOptions::job_token is empty: this task "
                           << "presents no token (start from StrategyOptions::FromEnvironment())";
   }
-  std::unique_ptr<MirroredStrategy> s(new MirroredStrategy());
-  s->options_ = options;
-  s->task_name_ = config.task.ToString();
-  InstallTerminateHandler(s->task_name_);
+  options_ = options;
+  task_name_ = config.task.ToString();
+  InstallTerminateHandler(task_name_);
   // Decided before joining: a task that cannot run its replicas fails now
   // (exit 2) and the launcher stops the others.
   GpuProbe probe;  // a CPU-only task never initialises the CUDA runtime
   if (options.device != DeviceKind::kCpu) probe = options.gpu_probe ? options.gpu_probe() : ProbeGpus();
-  MIRRORED_ASSIGN_OR_RETURN(s->devices_, ResolveReplicaDevices(options.device, options.cpu_replicas, probe));
-  if (options.device == DeviceKind::kAuto && s->devices_.gpu && options.cpu_replicas != 1) {
-    MIRRORED_LOG(WARNING) << "--cpu-replicas " << options.cpu_replicas << " ignored: " << s->devices_.Describe()
+  MIRRORED_ASSIGN_OR_RETURN(devices_, ResolveReplicaDevices(options.device, options.cpu_replicas, probe));
+  if (options.device == DeviceKind::kAuto && devices_.gpu && options.cpu_replicas != 1) {
+    MIRRORED_LOG(WARNING) << "--cpu-replicas " << options.cpu_replicas << " ignored: " << devices_.Describe()
                           << " (--device auto found GPUs; pass --device cpu for CPU replicas)";
   }
-  s->local_replicas_ = s->devices_.local_replicas();
-  std::vector<int> replicas_per_process = {s->local_replicas_};
+  local_replicas_ = devices_.local_replicas();
+  std::vector<int> replicas_per_process = {local_replicas_};
   int process_rank = 0;
   std::string nccl_unique_id;
 
@@ -140,11 +161,13 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
       for (const TaskId& t : config.cluster.TrainingTasks()) so.task_hosts.push_back(config.cluster.AddressOf(t)->host);
       so.heartbeat_timeout_ms = options.heartbeat_timeout.count();
       so.registration_timeout_ms = options.registration_timeout.count();
-      MIRRORED_ASSIGN_OR_RETURN(s->service_, co::CoordinationService::Create(so));
-      s->service_->StartDeadlineThread();
-      MIRRORED_ASSIGN_OR_RETURN(s->server_, co::CoordinationServer::Start(ListenAddress(*chief_address),
-                                                                          options.job_token, s->service_.get()));
-      g_joining = true;
+      MIRRORED_ASSIGN_OR_RETURN(service_, co::CoordinationService::Create(so));
+      service_->StartDeadlineThread();
+      MIRRORED_ASSIGN_OR_RETURN(server_, co::CoordinationServer::Start(ListenAddress(*chief_address),
+                                                                       options.job_token, service_.get()));
+      // From here a failure of the join is the service's to tell (or found
+      // by it); see KeepServiceIn.
+      attempt.reached_service_ = true;
     }
     co::CoordinationAgentOptions ao;
     ao.service_address = chief_address->ToString();
@@ -169,8 +192,8 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
                             << "; registration keeps trying for --registration-timeout ("
                             << SecondsText(options.registration_timeout) << ")";
     }
-    ao.task_name = s->task_name_;
-    ao.device_count = s->local_replicas_;
+    ao.task_name = task_name_;
+    ao.device_count = local_replicas_;
     ao.job_token = options.job_token;
     ao.service_task = chief.ToString();
     ao.cluster = cluster;
@@ -181,13 +204,14 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
     ao.restarted = options.restarted && !(config.task == chief);
     // SIGTERM from the launcher (stopping the job) ends that wait.
     ao.stop_waiting = [] { return Preemption::Requested(); };
-    ao.collectives_started = s->collectives_started_;
+    ao.collectives_started = collectives_started_;
     ao.liveness_fd = LauncherLivenessFd();
-    s->agent_ = std::make_unique<co::CoordinationAgent>(ao);
-    MirroredStrategy* raw = s.get();
-    s->agent_->SetErrorCallback([raw](const Status& e) { raw->OnJobError(e); });
-    g_joining = true;
-    if (Status connected = s->agent_->Connect(); !connected.ok()) {
+    agent_ = std::make_unique<co::CoordinationAgent>(ao);
+    agent_->SetErrorCallback([this](const Status& e) { OnJobError(e); });
+    // Asking to register: the service refuses this task alone, or answers
+    // it and every other task with the job's failure.
+    attempt.reached_service_ = true;
+    if (Status connected = agent_->Connect(); !connected.ok()) {
       if (connected.code() == StatusCode::kDeadlineExceeded && !(config.task == chief)) {
         if (std::string why = ResolveError(chief_address->host); !why.empty()) {
           return DeadlineExceededError(connected.message() + "; the chief's address " + chief_address->ToString() +
@@ -196,16 +220,16 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
       }
       return connected;
     }
-    const auto& view = s->agent_->cluster_view();
-    process_rank = s->agent_->task_index();
+    const auto& view = agent_->cluster_view();
+    process_rank = agent_->task_index();
     replicas_per_process.clear();
     for (const auto& t : view.tasks) replicas_per_process.push_back(t.device_count);
     nccl_unique_id = view.nccl_unique_id;
     MIRRORED_LOG(INFO) << "joined the job: " << view.DebugString();
-    s->tasks_ = tasks;
-    if (tasks.size() > 1) MIRRORED_RETURN_IF_ERROR(s->CheckSameDeviceKind(tasks));
+    tasks_ = tasks;
+    if (tasks.size() > 1) MIRRORED_RETURN_IF_ERROR(CheckSameDeviceKind(tasks));
 
-    if (tasks.size() > 1 && !s->devices_.gpu) {
+    if (tasks.size() > 1 && !devices_.gpu) {
       // Gloo binds an ephemeral port on this task's own address and meets
       // its peers through the coordination service's key-value store.
       const auto my_address = config.cluster.AddressOf(config.task);
@@ -213,18 +237,18 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
       const TaskId peer = config.IsChief() ? config.cluster.TrainingTasks()[1] : chief;
       const std::string interface = GlooInterfaceAddress(my_address, *config.cluster.AddressOf(peer));
       MIRRORED_LOG(INFO) << "collectives (Gloo) bind " << interface;
-      s->store_ = std::make_unique<co::CoordinationGlooStore>(s->agent_.get(), "grads", options.registration_timeout);
+      store_ = std::make_unique<co::CoordinationGlooStore>(agent_.get(), "grads", options.registration_timeout);
       // A peer failing now must not leave this task blocked in Gloo's
       // connect (its timeout does not cover it): OnJobError exits instead.
-      s->SetBusy(true);
-      auto group = GlooProcessGroup::Connect(*s->store_, {.rank = process_rank,
-                                                 .size = static_cast<int>(tasks.size()),
-                                                 .prefix = "mesh",
-                                                 .interface_address = interface,
-                                                 .timeout = options.collective_timeout});
-      s->SetBusy(false);
+      SetBusy(true);
+      auto group = GlooProcessGroup::Connect(*store_, {.rank = process_rank,
+                                                       .size = static_cast<int>(tasks.size()),
+                                                       .prefix = "mesh",
+                                                       .interface_address = interface,
+                                                       .timeout = options.collective_timeout});
+      SetBusy(false);
       if (!group.ok()) {
-        if (Status e = s->job_error(); !e.ok()) return e;
+        if (Status e = job_error(); !e.ok()) return e;
         return group.status();
       }
       std::unique_ptr<ProcessGroup> gloo = std::move(group).value();
@@ -236,14 +260,14 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
       } else {
         cross = std::move(gloo);
       }
-      std::lock_guard<std::mutex> lock(s->mu_);
-      s->process_group_ = std::move(cross);
+      std::lock_guard<std::mutex> lock(mu_);
+      process_group_ = std::move(cross);
     }
   }
-  s->rank_offset_ = std::accumulate(replicas_per_process.begin(), replicas_per_process.begin() + process_rank, 0);
-  s->world_size_ = std::accumulate(replicas_per_process.begin(), replicas_per_process.end(), 0);
-  s->num_tasks_ = static_cast<int>(replicas_per_process.size());
-  if (s->devices_.gpu) {
+  rank_offset_ = std::accumulate(replicas_per_process.begin(), replicas_per_process.begin() + process_rank, 0);
+  world_size_ = std::accumulate(replicas_per_process.begin(), replicas_per_process.end(), 0);
+  num_tasks_ = static_cast<int>(replicas_per_process.size());
+  if (devices_.gpu) {
     if (options.check_collectives) {
       MIRRORED_LOG(WARNING) << kCheckCollectivesVariable << " is set but checks only CPU replicas' collectives: "
                                "GPU replicas run NCCL's unchecked";
@@ -252,20 +276,20 @@ StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const Clust
       // A single local task has no coordination service: the id is ours.
       MIRRORED_ASSIGN_OR_RETURN(nccl_unique_id, coordination::GenerateNcclUniqueId());
     }
-    MIRRORED_RETURN_IF_ERROR(s->CreateNcclReplicas(nccl_unique_id));
-    return s;
+    MIRRORED_RETURN_IF_ERROR(CreateNcclReplicas(nccl_unique_id));
+    return OkStatus();
   }
   auto group = std::make_unique<CpuReplicaGroup>(
       CpuReplicaGroupOptions{.replicas_per_process = replicas_per_process,
                              .process_rank = process_rank,
                              .timeout = options.collective_timeout,
-                             .collectives_started = s->collectives_started_},
-      s->process_group_.get());
+                             .collectives_started = collectives_started_},
+      process_group_.get());
   {
-    std::lock_guard<std::mutex> lock(s->mu_);  // OnJobError may read replicas_ from the agent's thread
-    s->replicas_ = std::move(group);
+    std::lock_guard<std::mutex> lock(mu_);  // OnJobError may read replicas_ from the agent's thread
+    replicas_ = std::move(group);
   }
-  return s;
+  return OkStatus();
 }
 
 Status MirroredStrategy::CheckSameDeviceKind(const std::vector<std::string>& tasks) {
@@ -292,27 +316,7 @@ Status MirroredStrategy::CheckSameDeviceKind(const std::vector<std::string>& tas
 
 void MirroredStrategy::ReportFailureBeforeJoining(const ClusterConfig& config, const StrategyOptions& options,
                                                   const Status& error, std::chrono::milliseconds wait) {
-  namespace co = coordination;
-  // After Create reached the service (a registration refused, tasks that
-  // disagree), the service has told the others.
-  if (error.ok() || config.is_single_local_task || config.IsEvaluator() || g_joining.load()) return;
-  const auto chief_address = config.cluster.AddressOf(config.cluster.ChiefTask());
-  if (!chief_address) return;
-  if (config.IsChief()) {
-    ServeFailureBeforeJoining(config, options, error, *chief_address, wait);
-    return;
-  }
-  co::CoordinationClient client(co::CoordinationClient::MakeChannel(chief_address->ToString()), options.job_token);
-  co::rpc::ReportErrorRequest req;
-  req.set_task(config.task.ToString());
-  req.set_incarnation(co::CoordinationService::kBeforeJoining);
-  req.set_code(static_cast<int>(error.code()));
-  req.set_message(error.message());
-  const Status sent = client.ReportError(req, wait.count(), /*wait_for_ready=*/true);
-  if (sent.ok()) {
-    MIRRORED_LOG(INFO) << "told the chief's coordination service at " << chief_address->ToString()
-                       << ", so the other tasks stop instead of waiting for this one";
-  }
+  JoinAttempt().ReportFailure(config, options, error, wait);
 }
 
 Status MirroredStrategy::CheckTasksAgree(const std::vector<std::pair<std::string, std::string>>& settings) {

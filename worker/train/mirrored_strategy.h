@@ -29,7 +29,9 @@
 // call) is not waited for forever: the process exits with that error after
 // `abort_grace`. Create ignores SIGPIPE unless the program set its own
 // handling: a write to a dead peer's socket then fails with EPIPE (a peer
-// failure, exit 3) instead of killing the process.
+// failure, exit 3) instead of killing the process. A task whose Create
+// fails tells the others through the JoinAttempt it gave Create
+// (join_attempt.h), so they do not wait for it.
 #pragma once
 
 #include <atomic>
@@ -47,6 +49,7 @@
 #include "worker/comm/replica_group.h"
 #include "worker/model/backend.h"
 #include "worker/train/device_choice.h"
+#include "worker/train/join_attempt.h"
 #include "worker/train/strategy_options.h"
 
 namespace mirrored {
@@ -97,23 +100,28 @@ class MirroredStrategy {
   // Joins the job described by `config` (a single local task needs no
   // service). Errors: DeadlineExceeded naming missing tasks (registration),
   // Unavailable (the chief's address cannot be bound or reached),
-  // Unauthenticated (wrong job token), Aborted (the job already failed).
-  // A training task of a cluster that fails before it could join (a bad flag,
-  // no usable device; Create's own errors before registering): tells the
-  // chief's coordination service, waiting up to `wait` for it to be up, so
-  // the other tasks stop at once, naming this error (exit 3; a launcher does
-  // not restart them after a configuration error), instead of waiting for
-  // this task until the registration timeout. The chief, which hosts the
-  // service, serves its error instead, until every other task has asked to
-  // register and been told, or `wait` passes. Best effort (a port another
-  // process holds, a task started later than `wait`); an evaluator or a job
-  // of one task has no one to tell.
+  // Unauthenticated (wrong job token), Aborted (the job already failed),
+  // InvalidArgument (no usable device; tasks started with other clusters or
+  // settings). `attempt` (optional, one per call; a retry starts it afresh)
+  // records how far this call got, for JoinAttempt::ReportFailure to tell
+  // the other tasks of its failure; a chief whose own service found the
+  // failure keeps the service there for the tasks still to register.
+  static StatusOr<std::unique_ptr<MirroredStrategy>> Create(const ClusterConfig& config,
+                                                            const StrategyOptions& options,
+                                                            JoinAttempt* attempt = nullptr);
+
+  // A training task of a cluster that fails before it calls Create (a bad
+  // flag, a wrong data directory): tells the others, so they stop at once
+  // naming this error instead of waiting for this task until their
+  // registration timeout, as JoinAttempt::ReportFailure does for a join that
+  // never reached the service (the chief serves its error in place of the
+  // service for up to `wait`). After a failed Create, call ReportFailure on
+  // the JoinAttempt given to it instead: this would tell the error again,
+  // or serve it in place of a service that already told it.
   static void ReportFailureBeforeJoining(const ClusterConfig& config, const StrategyOptions& options,
                                          const Status& error,
                                          std::chrono::milliseconds wait = std::chrono::seconds(10));
 
-  static StatusOr<std::unique_ptr<MirroredStrategy>> Create(const ClusterConfig& config,
-                                                            const StrategyOptions& options);
   ~MirroredStrategy();
 
   int num_replicas_in_sync() const { return world_size_; }
@@ -164,6 +172,13 @@ class MirroredStrategy {
 
  private:
   MirroredStrategy() = default;
+  // Create's work on this new strategy; `attempt` learns how far it got.
+  Status Join(const ClusterConfig& config, const StrategyOptions& options, JoinAttempt& attempt);
+  // After a failed Join: hands the chief's service and server to `attempt`
+  // when tasks still to register have not heard the service's error.
+  void KeepServiceIn(JoinAttempt& attempt);
+  // Stops the communicators, then the agent (the destructor's first part).
+  void LeaveJob();
   void OnJobError(const Status& error);
   void SetBusy(bool busy);
   // Every task runs the same kind of replica (GPU or CPU): each publishes
