@@ -7,7 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cstring>
+#include <algorithm>
+#include <vector>
 
 namespace mirrored {
 
@@ -35,24 +36,42 @@ std::string NonLocalAddresses(const std::string& host) {
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) return "";
-  std::string addresses;
-  bool local = false;
-  for (const addrinfo* a = found; a != nullptr && !local; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    sockaddr_storage any{};
-    std::memcpy(&any, a->ai_addr, a->ai_addrlen);  // port 0
-    local = ::bind(fd, reinterpret_cast<const sockaddr*>(&any), a->ai_addrlen) == 0 || errno != EADDRNOTAVAIL;
-    ::close(fd);
-    char text[INET6_ADDRSTRLEN] = "?";
+  std::vector<std::string> addresses;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    char text[INET6_ADDRSTRLEN] = "";
     const void* ip = a->ai_family == AF_INET6
                          ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr)
                          : static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(a->ai_addr)->sin_addr);
-    inet_ntop(a->ai_family, ip, text, sizeof(text));
-    if (addresses.find(text) == std::string::npos) addresses += (addresses.empty() ? "" : ", ") + std::string(text);
+    if (inet_ntop(a->ai_family, ip, text, sizeof(text)) != nullptr) addresses.push_back(text);
   }
   freeaddrinfo(found);
-  return local ? "" : addresses;
+  return NonLocalAddresses(addresses);
+}
+
+std::string NonLocalAddresses(const std::vector<std::string>& addresses) {
+  std::vector<std::string> distinct;
+  for (const std::string& address : addresses) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST;
+    addrinfo* found = nullptr;
+    if (getaddrinfo(address.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) continue;
+    const int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, found->ai_protocol);
+    if (fd < 0) {  // a family this host does not run: not said either way
+      freeaddrinfo(found);
+      continue;
+    }
+    // Bound at port 0: only an address that is not this host's refuses it.
+    const bool local = ::bind(fd, found->ai_addr, found->ai_addrlen) == 0 || errno != EADDRNOTAVAIL;
+    ::close(fd);
+    freeaddrinfo(found);
+    if (local) return "";
+    if (std::find(distinct.begin(), distinct.end(), address) == distinct.end()) distinct.push_back(address);
+  }
+  std::string text;
+  for (const std::string& address : distinct) text += (text.empty() ? "" : ", ") + address;
+  return text;
 }
 
 std::string GlooInterfaceAddress(const std::optional<HostPort>& mine, const HostPort& peer) {

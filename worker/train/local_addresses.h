@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/cluster/host_port.h"
 
@@ -24,6 +25,9 @@ std::string ResolveError(const std::string& host);
 // The addresses `host` resolves to, when it resolves and none of them is
 // this host's (none can be bound); "" otherwise.
 std::string NonLocalAddresses(const std::string& host);
+// The same for addresses already resolved (IP literals, in resolution
+// order): "10.0.0.12, 10.0.0.1", each once; "" when any is this host's.
+std::string NonLocalAddresses(const std::vector<std::string>& addresses);
 
 // The address this host's peers reach it on, for Gloo to bind: the task's
 // own TF_CONFIG host when it is an IP literal; otherwise the local address
