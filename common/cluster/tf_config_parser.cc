@@ -139,7 +139,10 @@ StatusOr<TaskId> ParseTask(const json& task, bool has_cluster, std::vector<std::
       const size_t begin = text.find_first_not_of(" \t");
       const size_t end = text.find_last_not_of(" \t");
       const std::string digits = begin == std::string::npos ? "" : text.substr(begin, end - begin + 1);
-      if (!digits.empty() && digits.size() <= 9 && std::all_of(digits.begin(), digits.end(), ::isdigit)) {
+      // By value as unsigned char: a byte of UTF-8 is a negative char, and
+      // ::isdigit of a negative value other than EOF is undefined.
+      auto digit = [](unsigned char c) { return c >= '0' && c <= '9'; };
+      if (!digits.empty() && digits.size() <= 9 && std::all_of(digits.begin(), digits.end(), digit)) {
         value = std::stoll(digits);
       }
     }

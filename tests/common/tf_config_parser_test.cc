@@ -145,6 +145,10 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"NegativeStringIndex",
                     R"({"cluster":{"worker":["h1:2222"]},"task":{"type":"worker","index":"-1"}})",
                     "task.index string \"-1\" must be a non-negative integer"},
+        // Bytes of UTF-8 (negative chars) are no digits: "\u00b9" is superscript one.
+        InvalidCase{"NonAsciiStringIndex",
+                    "{\"cluster\":{\"worker\":[\"h1:2222\"]},\"task\":{\"type\":\"worker\",\"index\":\"1\u00b9\"}}",
+                    "task.index string \"1\u00b9\" must be a non-negative integer"},
         InvalidCase{"FractionalIndex",
                     R"({"cluster":{"worker":["h1:2222"]},"task":{"type":"worker","index":0.5}})",
                     "task.index 0.5 must be a non-negative integer"},
