@@ -15,6 +15,7 @@
 #include "common/cluster/tf_config_parser.h"
 #include "common/launcher_environment.h"
 #include "common/logging.h"
+#include "common/signal_name.h"
 #include "common/status.h"
 #include "common/unknown_flags.h"
 #include "mirrored/config.h"
@@ -65,7 +66,7 @@ int RunWorker(const WorkerOptions& options) {
     auto evaluated = RunEvaluator(options);
     if (!evaluated.ok()) return Fail(task, evaluated.status());
     if (evaluated->stop_signal) {
-      std::printf("evaluator stopped by signal %d after %lld checkpoint(s)\n", *evaluated->stop_signal,
+      std::printf("evaluator stopped by %s after %lld checkpoint(s)\n", SignalName(*evaluated->stop_signal).c_str(),
                   static_cast<long long>(evaluated->evaluations));
       return 128 + *evaluated->stop_signal;
     }

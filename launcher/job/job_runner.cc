@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/seconds_text.h"
+#include "common/signal_name.h"
 
 namespace mirrored {
 

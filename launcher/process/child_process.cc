@@ -12,6 +12,8 @@
 #include <cstring>
 #include <thread>
 
+#include "common/signal_name.h"
+
 namespace mirrored {
 namespace {
 
@@ -80,14 +82,8 @@ StatusOr<std::pair<ProcessExit, std::string>> ChildProcess::RunToEnd(const std::
   return std::make_pair(*exit, output);
 }
 
-std::string SignalName(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  if (abbrev == nullptr) return "signal " + std::to_string(sig);
-  return std::string("SIG") + abbrev;
-}
-
 std::string ProcessExit::ToString() const {
-  if (signal) return "signal " + std::to_string(*signal) + " (" + SignalName(*signal) + ")";
+  if (signal) return "signal " + SignalName(*signal);
   return "exit code " + std::to_string(exit_code.value_or(-1));
 }
 

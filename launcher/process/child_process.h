@@ -30,7 +30,7 @@ struct ProcessExit {
   std::optional<int> signal;
 
   bool success() const { return exit_code.has_value() && *exit_code == 0; }
-  // "exit code 3" or "signal 9 (SIGKILL)".
+  // "exit code 3" or "signal SIGKILL (9)".
   std::string ToString() const;
   // The code a shell would report: the exit code, or 128 + signal.
   int ShellCode() const;
@@ -94,8 +94,5 @@ class ChildProcess {
   int pid_fd_ = -1;
   std::optional<ProcessExit> exit_;
 };
-
-// "SIGKILL" for 9; "signal 64" for unnamed ones.
-std::string SignalName(int sig);
 
 }  // namespace mirrored

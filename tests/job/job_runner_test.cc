@@ -96,7 +96,7 @@ TEST_F(JobRunnerTest, RestartsAfterTheFirstWaitAPauseThatDoublesAndAStopEndsIt) 
   stopper.join();
   EXPECT_EQ(code, 128 + SIGTERM);
   EXPECT_EQ(stopped.generations_run(), 2);
-  EXPECT_NE(Console().find("SIGTERM while waiting to restart: not restarting"), std::string::npos) << Console();
+  EXPECT_NE(Console().find("SIGTERM (15) while waiting to restart: not restarting"), std::string::npos) << Console();
 }
 
 TEST_F(JobRunnerTest, GivesUpAfterMaxRestartsWithTheFailedTasksCode) {

@@ -103,9 +103,9 @@ TEST_F(LaunchLocalTest, KilledWorkerIsReportedAndEveryProcessIsGone) {
   auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(Finish(launcher, &out), 128 + SIGKILL) << out;
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
-  EXPECT_NE(out.find("first failure: task worker:1 ended with signal 9 (SIGKILL)"), std::string::npos) << out;
+  EXPECT_NE(out.find("first failure: task worker:1 ended with signal SIGKILL (9)"), std::string::npos) << out;
   EXPECT_NE(out.find("  | step 42: about to die"), std::string::npos) << out;
-  EXPECT_NE(out.find("worker:0: signal 15 (SIGTERM) (stopped by the launcher)"), std::string::npos) << out;
+  EXPECT_NE(out.find("worker:0: signal SIGTERM (15) (stopped by the launcher)"), std::string::npos) << out;
   EXPECT_FALSE(ProcessAlive(w0));
   EXPECT_FALSE(ProcessAlive(w2));
 }
@@ -152,7 +152,7 @@ TEST_F(LaunchLocalTest, SecondSigintKillsEveryTaskAtOnce) {
   ASSERT_EQ(system(("kill -INT " + std::to_string(child->pid())).c_str()), 0);
   EXPECT_EQ(Finish(*child, &out, 20s), 130) << out;
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "waited out the 60 s grace period";
-  EXPECT_NE(out.find("SIGINT again: killing every task"), std::string::npos) << out;
+  EXPECT_NE(out.find("SIGINT (2) again: killing every task"), std::string::npos) << out;
   EXPECT_FALSE(ProcessAlive(w0));
   EXPECT_FALSE(ProcessAlive(w1));
 }

@@ -178,7 +178,7 @@ TEST_F(LaunchRealWorkerTest, KilledWorkerIsRestartedFromTheCheckpointToTheSameWe
   ASSERT_TRUE(exit.has_value());
   EXPECT_TRUE(exit->success()) << exit->ToString() << "\n" << job.output();
   const std::string& out = job.output();
-  EXPECT_NE(out.find("first failure: task worker:1 ended with signal 9 (SIGKILL)"), std::string::npos) << out;
+  EXPECT_NE(out.find("first failure: task worker:1 ended with signal SIGKILL (9)"), std::string::npos) << out;
   EXPECT_NE(out.find("restarting the job from the latest checkpoint: generation 1, restart 1 of 1"),
             std::string::npos) << out;
   std::smatch m;
@@ -208,7 +208,7 @@ TEST_F(LaunchRealWorkerTest, KilledWorkerWithoutRestartsIsReportedAndEveryWorker
   // The launcher exits with the code of the task that failed first: the
   // shell's 128 + 9 for worker:1's SIGKILL, not worker:0's 3 (peer failed).
   EXPECT_EQ(exit->ShellCode(), 128 + SIGKILL) << out;
-  EXPECT_NE(out.find("first failure: task worker:1 ended with signal 9 (SIGKILL)"), std::string::npos) << out;
+  EXPECT_NE(out.find("first failure: task worker:1 ended with signal SIGKILL (9)"), std::string::npos) << out;
   EXPECT_NE(out.find("last "), std::string::npos) << out;
   EXPECT_EQ(out.find("restarting the job"), std::string::npos) << out;
   EXPECT_EQ(out.find("[worker:0] done:"), std::string::npos) << out;
@@ -331,7 +331,7 @@ TEST_F(LaunchRealWorkerTest, ClusterLaunchersRestartTogetherFromTheChiefsCheckpo
                                         << other->output();
   EXPECT_TRUE(chief_exit->success()) << chief_exit->ToString() << "\n" << chief->output();
   EXPECT_TRUE(other_exit->success()) << other_exit->ToString() << "\n" << other->output();
-  EXPECT_NE(other->output().find("first failure: task worker:1 ended with signal 9 (SIGKILL)"), std::string::npos)
+  EXPECT_NE(other->output().find("first failure: task worker:1 ended with signal SIGKILL (9)"), std::string::npos)
       << other->output();
   // worker:0's launcher saw its task stop because of worker:1.
   EXPECT_NE(chief->output().find("first failure: task worker:0 ended with exit code 3"), std::string::npos)

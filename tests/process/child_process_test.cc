@@ -98,7 +98,7 @@ TEST(ChildProcessTest, SignalGroupReachesGrandchildren) {
   auto exit = child->WaitFor(5s);
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(exit->signal, SIGTERM);
-  EXPECT_EQ(exit->ToString(), "signal 15 (SIGTERM)");
+  EXPECT_EQ(exit->ToString(), "signal SIGTERM (15)");
   EXPECT_EQ(exit->ShellCode(), 143);
   EXPECT_TRUE(WaitUntil([&] { return !ProcessAlive(grandchild); }, 2s)) << "grandchild " << grandchild << " survived";
 }

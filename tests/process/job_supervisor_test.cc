@@ -103,7 +103,7 @@ TEST_F(JobSupervisorTest, FirstFailureStopsTheOthersAndIsReported) {
   std::string report = FormatFailureReport(*outcome);
   EXPECT_NE(report.find("first failure: task worker:1 ended with exit code 7"), std::string::npos)
       << report;
-  EXPECT_NE(report.find("worker:0: signal 15 (SIGTERM) (stopped by the launcher)"),
+  EXPECT_NE(report.find("worker:0: signal SIGTERM (15) (stopped by the launcher)"),
             std::string::npos)
       << report;
   EXPECT_NE(report.find("  | boom"), std::string::npos) << report;

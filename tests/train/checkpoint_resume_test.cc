@@ -720,7 +720,7 @@ TEST_F(CheckpointResumeTest, SignalledEvaluatorStopsAndKeepsItsBacklogProtected)
   ASSERT_TRUE(exit.has_value()) << "the evaluator did not stop within 10 s of SIGTERM";
   EXPECT_EQ(exit->ShellCode(), 143) << (*evaluator)->output();
   EXPECT_FALSE(exit->signal.has_value()) << "killed by the signal instead of stopping";
-  EXPECT_NE((*evaluator)->output().find("evaluator stopped by signal 15 after 0 checkpoint(s)"), std::string::npos)
+  EXPECT_NE((*evaluator)->output().find("evaluator stopped by SIGTERM (15) after 0 checkpoint(s)"), std::string::npos)
       << (*evaluator)->output();
   EXPECT_EQ(lease()["following"], true);
   EXPECT_TRUE(lease()["reading"].is_null());

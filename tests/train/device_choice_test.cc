@@ -312,7 +312,7 @@ TEST(DeviceChoiceWorkerTest, TheChiefStopsServingItsErrorOnSigtermWithItsOwnCode
   auto exit = (*chief)->WaitExit(30s);
   ASSERT_TRUE(exit.has_value()) << (*chief)->output();
   EXPECT_EQ(exit->exit_code, kExitUsage) << (*chief)->output();
-  EXPECT_NE((*chief)->output().find("stopped serving this error on signal 15"), std::string::npos)
+  EXPECT_NE((*chief)->output().find("stopped serving this error on SIGTERM (15)"), std::string::npos)
       << (*chief)->output();
 }
 

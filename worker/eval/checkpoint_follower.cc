@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/logging.h"
+#include "common/signal_name.h"
 #include "worker/checkpoint/evaluator_lease.h"
 #include "worker/checkpoint/training_start.h"
 #include "worker/eval/stop_signal.h"
@@ -170,7 +171,7 @@ EvaluationSummary CheckpointFollower::Finish() {
 }
 
 EvaluationSummary CheckpointFollower::StoppedBySignal(int sig) {
-  MIRRORED_LOG(WARNING) << "stopping on signal " << sig << " after " << summary_.evaluations << " evaluation(s)";
+  MIRRORED_LOG(WARNING) << "stopping on " << SignalName(sig) << " after " << summary_.evaluations << " evaluation(s)";
   summary_.stop_signal = sig;
   summary_.skipped = skipped_.size();
   // Stopped before the end (the launcher stopping or restarting the job, a

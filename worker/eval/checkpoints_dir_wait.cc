@@ -10,6 +10,7 @@
 
 #include "common/launcher_environment.h"
 #include "common/logging.h"
+#include "common/signal_name.h"
 #include "worker/checkpoint/checkpoint_index.h"
 #include "worker/eval/stop_signal.h"
 
@@ -79,7 +80,7 @@ StatusOr<std::optional<EvaluationSummary>> WaitForCheckpointsDir(const WorkerOpt
       return std::optional<EvaluationSummary>(EvaluationSummary{});
     }
     if (std::optional<int> sig = StopSignal::WaitFor(poll)) {
-      MIRRORED_LOG(WARNING) << "stopping on signal " << *sig << " before any checkpoint";
+      MIRRORED_LOG(WARNING) << "stopping on " << SignalName(*sig) << " before any checkpoint";
       return std::optional<EvaluationSummary>(EvaluationSummary{.stop_signal = sig});
     }
     // A path that turned into one that cannot work meanwhile fails too.

@@ -8,6 +8,7 @@
 
 #include "common/logging.h"
 #include "common/seconds_text.h"
+#include "common/signal_name.h"
 #include "worker/coordination/coordination_server.h"
 #include "worker/coordination/coordination_service.h"
 #include "worker/train/local_addresses.h"
@@ -79,7 +80,7 @@ void ServeUntilEveryTaskKnows(coordination::CoordinationService& service, coordi
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   if (g_serve_stop_signal != 0) {
-    MIRRORED_LOG(INFO) << "stopped serving this error on signal " << static_cast<int>(g_serve_stop_signal);
+    MIRRORED_LOG(INFO) << "stopped serving this error on " << SignalName(g_serve_stop_signal);
   } else if (!not_told.empty()) {
     std::string names;
     for (const std::string& t : not_told) names += (names.empty() ? "" : ", ") + t;
