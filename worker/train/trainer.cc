@@ -291,7 +291,7 @@ Status DivergedError(std::optional<float> mean_loss, int64_t first, int64_t last
   }
   m << " (epoch " << epoch + 1 << "); stopped before checkpointing them. ";
   if (!chief) {
-    m << "The chief's latest checkpoint is from before (see its log); run again to resume from it.";
+    m << "The chief's log names its latest checkpoint, from before, if it wrote one (run again to resume from it).";
   } else if (options.run_dir.empty()) {
     m << "Nothing is saved (no --run-dir).";
   } else if (last_checkpoint < 0) {
