@@ -1,6 +1,7 @@
 #include "launcher/supervised_run.h"
 
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +54,28 @@ int RunSupervised(const SupervisedRunOptions& options, const JobRunner::TaskFact
   }
   ConsoleWriter console(STDOUT_FILENO);
   ConsoleWriter report(STDERR_FILENO);
+  // What the launcher said (which task failed first, how, its last lines,
+  // restarts) outlives the terminal: a job run in the background or under
+  // a scheduler keeps its report beside the tasks' logs.
+  int launcher_log = -1;
+  if (!options.launcher_log.empty()) {
+    const std::string path = (std::filesystem::path(options.run_dir) / "logs" / options.launcher_log).string();
+    launcher_log = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (launcher_log < 0) {
+      std::cerr << "mirrored-launch: warning: cannot open " << path << ": " << std::strerror(errno)
+                << " (the launcher's report goes to the console only)\n";
+    } else {
+      WriteLogHeader(launcher_log, "launcher (pid " + std::to_string(getpid()) + ") started");
+      console.CopyLinesWithPrefix("[mirrored-launch] ", launcher_log);
+      report.CopyLinesWithPrefix("[mirrored-launch] ", launcher_log);
+    }
+  }
+  struct CloseAtEnd {
+    int fd;
+    ~CloseAtEnd() {
+      if (fd >= 0) close(fd);
+    }
+  } close_log{launcher_log};
   JobSupervisor supervisor(&console, {.grace_period = options.grace_period,
                                       .evaluator_restarts = options.max_restarts});
   StopSignalScope signals(&supervisor);

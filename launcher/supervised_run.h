@@ -21,6 +21,10 @@ struct SupervisedRunOptions {
   std::string run_dir;                 // logs go to RUN_DIR/logs/<task>.log
   int max_restarts = 0;
   std::chrono::milliseconds grace_period{10000};
+  // The launcher's own lines (its reports) also go to RUN_DIR/logs/<this>
+  // ("" none): "launcher.log" for `local`, "launcher-<task>.log" for
+  // `cluster`, whose hosts may share RUN_DIR.
+  std::string launcher_log;
 };
 
 int RunSupervised(const SupervisedRunOptions& options, const JobRunner::TaskFactory& tasks);

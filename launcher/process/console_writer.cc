@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
 #include <string>
+#include <utility>
 
 namespace mirrored {
 
@@ -27,6 +29,22 @@ void ConsoleWriter::WriteLine(std::string_view prefix, std::string_view line) {
   record.push_back('\n');
   std::lock_guard<std::mutex> lock(mu_);
   WriteAll(fd_, record);
+  if (copy_fd_ >= 0 && prefix == copy_prefix_) WriteAll(copy_fd_, record);
+}
+
+void ConsoleWriter::CopyLinesWithPrefix(std::string prefix, int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  copy_prefix_ = std::move(prefix);
+  copy_fd_ = fd;
+}
+
+void WriteLogHeader(int fd, const std::string& what) {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char when[32];
+  std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+  (void)WriteAll(fd, "==== mirrored-launch: " + what + " " + when + " ====\n");
 }
 
 }  // namespace mirrored

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <mutex>
+#include <string>
 #include <string_view>
 
 namespace mirrored {
@@ -19,10 +20,20 @@ class ConsoleWriter {
   // Writes prefix + line + '\n' as one record. `line` has no newline.
   void WriteLine(std::string_view prefix, std::string_view line);
 
+  // From now on, the records whose prefix is `prefix` also go to `fd`
+  // (-1: none), which the caller keeps open while this writer is used.
+  void CopyLinesWithPrefix(std::string prefix, int fd);
+
  private:
   std::mutex mu_;
   int fd_;
+  std::string copy_prefix_;
+  int copy_fd_ = -1;
 };
+
+// Appends "==== mirrored-launch: <what> 2026-11-23 03:44:43 UTC ====" to a
+// log file, marking where a run of it begins.
+void WriteLogHeader(int fd, const std::string& what);
 
 // Writes all of `data` to `fd`, retrying short writes and EINTR. Returns false
 // on an error (e.g. EPIPE when the reader went away).

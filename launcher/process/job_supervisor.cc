@@ -54,17 +54,6 @@ bool EndedBecauseStopped(const RunningTask& t, const ProcessExit& e) {
          code == 128 + SIGTERM;
 }
 
-// "==== mirrored-launch: worker:0 started 2026-11-23 03:44:43 UTC ====".
-void WriteLogHeader(int fd, const std::string& what) {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char when[32];
-  std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-  const std::string line = "==== mirrored-launch: " + what + " " + when + " ====\n";
-  (void)!write(fd, line.data(), line.size());
-}
-
 void CloseFd(int& fd) {
   if (fd >= 0) close(fd);
   fd = -1;

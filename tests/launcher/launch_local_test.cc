@@ -118,6 +118,14 @@ TEST_F(LaunchLocalTest, MaxRestartsRestartsTheWholeJob) {
             std::string::npos) << out;
   EXPECT_NE(out.find("[worker:1] task worker:1 generation 1"), std::string::npos) << out;
   EXPECT_NE(out.find("job succeeded after 1 restart"), std::string::npos) << out;
+  // The launcher's own lines are kept beside the tasks' logs, for a job run
+  // in the background; the tasks' lines are not repeated there.
+  const std::string log = ReadWholeFile(dir_ / "run/logs/launcher.log");
+  EXPECT_NE(log.find("==== mirrored-launch: launcher (pid "), std::string::npos) << log;
+  EXPECT_NE(log.find("[mirrored-launch] first failure: task worker:1 ended with exit code 1"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("[mirrored-launch] job succeeded after 1 restart"), std::string::npos) << log;
+  EXPECT_EQ(log.find("[worker:1]"), std::string::npos) << log;
 }
 
 TEST_F(LaunchLocalTest, SigintStopsTheJobWith130) {
@@ -287,6 +295,9 @@ TEST_F(LaunchLocalTest, ClusterRestartKeepsTheDefaultRunDir) {
   const std::string log = ReadWholeFile(dirs[0] / "logs" / "worker:0.log");
   EXPECT_NE(log.find("task worker:0 generation 0"), std::string::npos) << log;
   EXPECT_NE(log.find("task worker:0 generation 1"), std::string::npos) << log;
+  const std::string launcher_log = ReadWholeFile(dirs[0] / "logs" / "launcher-worker:0.log");
+  EXPECT_NE(launcher_log.find("[mirrored-launch] restarting the job from the latest checkpoint"), std::string::npos)
+      << launcher_log;
 }
 
 // cluster without a cluster would train alone, maybe into a shared run
