@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <future>
 #include <iostream>
+#include <optional>
 
 #include "common/cluster/tf_config_parser.h"
 #include "common/launcher_environment.h"
@@ -23,6 +24,7 @@
 #include "worker/eval/evaluator.h"
 #include "worker/eval/stop_signal.h"
 #include "worker/train/mirrored_strategy.h"
+#include "worker/train/interrupt_report.h"
 #include "worker/train/preemption.h"
 #include "worker/train/trainer.h"
 #include "worker/worker_options.h"
@@ -140,6 +142,12 @@ int RunWorker(const WorkerOptions& options) {
     return Fail(task, data.status());
   }
 
+  // A Ctrl-C here ends this task as SIGINT does, but tells the others why
+  // first: they stop naming it, and their launchers do not restart the job.
+  std::optional<InterruptReport> interrupts;
+  if (!config->is_single_local_task) {
+    interrupts.emplace([&strategy](const Status& s) { (*strategy)->TellFailureBeforeEnding(s); });
+  }
   auto summary = Train(options, **strategy, *data);
   if (!summary.ok()) {
     // Tell the others at once (they exit 3 instead of waiting); an Aborted

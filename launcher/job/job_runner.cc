@@ -64,6 +64,14 @@ int JobRunner::Run(const TaskFactory& tasks_for_generation) {
              "a restart cannot fix");
       return outcome->exit_code;
     }
+    // Another host's task was stopped by a Ctrl-C there: it is not started
+    // again, and a restart here would wait for it until the registration
+    // timeout. The whole job stops, as a Ctrl-C means.
+    if (blamed && blamed->interrupted && generation < options_.max_restarts) {
+      Report("not restarting: " + blamed->task + " was interrupted on its host (SIGINT: a Ctrl-C), which stops the "
+             "whole job; run it again to resume from the latest checkpoint");
+      return outcome->exit_code;
+    }
     if (generation >= options_.max_restarts) {
       if (options_.max_restarts > 0) {
         Report("giving up after " + std::to_string(options_.max_restarts) + " restart" +

@@ -355,7 +355,7 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
           begin_stop(sig);
           if (console_ != nullptr) {
             console_->WriteLine("[mirrored-launch] ", SignalName(sig) + ": stopping every task (SIGKILL after the " +
-                                                          "grace period; " + SignalName(sig) + " again: at once)");
+                                                          "grace period; a second signal: at once)");
           }
         } else if (!killed_all && !same_request) {
           // A second Ctrl-C: the user will not wait out the grace period.
@@ -525,6 +525,8 @@ std::optional<BlamedTask> BlamedBy(const TaskResult& result) {
     if (!std::regex_search(*it, m, kNamed)) continue;
     BlamedTask blamed{.task = m[1].matched ? m[1].str() : m[3].str()};
     if (blamed.task == result.name) continue;
+    blamed.interrupted = m[2].matched && m[2].str() == "CANCELLED" &&
+                         it->find(kInterruptedOnItsHost) != std::string::npos;
     if (m[2].matched) {
       for (int c = 0; c <= static_cast<int>(StatusCode::kUnauthenticated); ++c) {
         const auto code = static_cast<StatusCode>(c);
@@ -564,7 +566,10 @@ std::string FormatFailureReport(const JobOutcome& outcome) {
     // message names it.
     if (std::optional<BlamedTask> blamed = BlamedBy(f)) {
       out << "  (exit 3: it stopped because another task failed; it names " << blamed->task
-          << (blamed->configuration_error ? ", whose error is one of usage or configuration" : "") << ")\n";
+          << (blamed->configuration_error ? ", whose error is one of usage or configuration"
+              : blamed->interrupted       ? ", interrupted on its host (SIGINT: a Ctrl-C)"
+                                          : "")
+          << ")\n";
     }
   }
   for (const auto& r : outcome.tasks) {

@@ -132,6 +132,7 @@ std::string FormatFailureReport(const JobOutcome& outcome);
 struct BlamedTask {
   std::string task;
   bool configuration_error = false;
+  bool interrupted = false;  // a SIGINT on its host ended it (kInterruptedOnItsHost)
 };
 std::optional<BlamedTask> BlamedBy(const TaskResult& result);
 

@@ -134,6 +134,22 @@ TEST_F(JobRunnerTest, APeersConfigurationErrorIsNotRetriedHere) {
             std::string::npos)
       << out;
 
+  // A peer stopped by a Ctrl-C on its host is not started again there:
+  // the job stops here too.
+  JobRunner interrupted(supervisor_.get(), console_.get(), {.max_restarts = 3});
+  EXPECT_EQ(interrupted.Run(Factory([](int) {
+              return "echo 'mirrored-worker: worker:1: error: task worker:2 failed at 2026-11-25T08:28:45.836Z: "
+                     "exited with error: CANCELLED: interrupted on its host (SIGINT: a Ctrl-C)'; exit 3";
+            })),
+            3);
+  EXPECT_EQ(interrupted.generations_run(), 1);
+  out = Console();
+  EXPECT_NE(out.find("it names worker:2, interrupted on its host (SIGINT: a Ctrl-C))"), std::string::npos) << out;
+  EXPECT_NE(out.find("not restarting: worker:2 was interrupted on its host (SIGINT: a Ctrl-C), which stops the whole "
+                     "job"),
+            std::string::npos)
+      << out;
+
   JobRunner again(supervisor_.get(), console_.get(), {.max_restarts = 1});
   EXPECT_EQ(again.Run(Factory([](int) {
               return "echo 'mirrored-worker: worker:1: error: task worker:7 failed at 2026-11-23T08:28:45.836Z: "

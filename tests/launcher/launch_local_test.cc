@@ -152,7 +152,7 @@ TEST_F(LaunchLocalTest, SecondSigintKillsEveryTaskAtOnce) {
     char buf[4096];
     ssize_t n = read(child->output_fd(), buf, sizeof(buf));
     if (n > 0) out.append(buf, static_cast<size_t>(n));
-    return out.find("again: at once") != std::string::npos;
+    return out.find("a second signal: at once") != std::string::npos;
   }, 10s)) << out;
   const auto start = std::chrono::steady_clock::now();
   // From another process: a second signal from the first one's sender

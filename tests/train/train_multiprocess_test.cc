@@ -108,6 +108,23 @@ TEST(TrainMultiprocessTest, KilledWorkerMakesTheOthersExitThreeNamingIt) {
   ExpectOthersExitThreeNaming(tasks, 2, SIGKILL, 2s);
 }
 
+// A Ctrl-C on one host's task (SIGINT) ends it by SIGINT as before, but it
+// tells the job first: the others exit 3 naming the interruption, not a
+// lost connection (their launchers then do not restart the job).
+TEST(TrainMultiprocessTest, InterruptedWorkerTellsTheOthersWhy) {
+  auto tasks = StartWorkers(3, {"--cpu-replicas", "1"});
+  ExpectOthersExitThreeNaming(tasks, 1, SIGINT, 2s);
+  auto victim = tasks[1]->WaitExit(10s);
+  ASSERT_TRUE(victim.has_value()) << tasks[1]->output();
+  EXPECT_EQ(victim->signal, std::optional<int>(SIGINT)) << victim->ToString() << "\n" << tasks[1]->output();
+  for (int i : {0, 2}) {
+    EXPECT_NE(tasks[i]->output().find("task worker:1 failed at "), std::string::npos) << tasks[i]->output();
+    EXPECT_NE(tasks[i]->output().find("exited with error: CANCELLED: interrupted on its host (SIGINT: a Ctrl-C)"),
+              std::string::npos)
+        << tasks[i]->output();
+  }
+}
+
 TEST(TrainMultiprocessTest, FrozenWorkerMakesTheOthersExitThreeWithinHeartbeatTimeout) {
   auto tasks = StartWorkers(3, {"--cpu-replicas", "1"});
   // heartbeat timeout 1 s + 2 s.

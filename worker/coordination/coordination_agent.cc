@@ -485,6 +485,12 @@ Status CoordinationAgent::Barrier(const std::string& name, int64_t timeout_ms) {
 }
 
 Status CoordinationAgent::ReportError(const Status& error) {
+  const Status sent = TellFailure(error);
+  SetError(error);
+  return sent;
+}
+
+Status CoordinationAgent::TellFailure(const Status& error) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     reporting_ = true;
@@ -494,9 +500,7 @@ Status CoordinationAgent::ReportError(const Status& error) {
   req.set_incarnation(incarnation_);
   req.set_code(static_cast<int>(error.code()));
   req.set_message(error.message());
-  const Status sent = client_.ReportError(req, options_.rpc_timeout_ms);
-  SetError(error);
-  return sent;
+  return client_.ReportError(req, options_.rpc_timeout_ms);
 }
 
 Status CoordinationAgent::Shutdown() {

@@ -128,6 +128,10 @@ class CoordinationAgent {
   // This task failed: tells the service (so every peer learns it) and enters
   // kError with `error`. Returns the RPC's status.
   Status ReportError(const Status& error);
+  // Tells the service only, leaving this agent as it is (its own echo of the
+  // error is ignored): for a process about to end by itself, such as by a
+  // SIGINT, whose work must not be aborted (and exit otherwise) first.
+  Status TellFailure(const Status& error);
 
   // Exit barrier, then stops the threads. OK: every task finished.
   // DeadlineExceeded naming the tasks still running; the agent's error.

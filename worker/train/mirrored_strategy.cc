@@ -438,6 +438,10 @@ Status MirroredStrategy::job_error() const {
   return job_error_;
 }
 
+void MirroredStrategy::TellFailureBeforeEnding(const Status& error) {
+  if (agent_) (void)agent_->TellFailure(error);
+}
+
 void MirroredStrategy::ReportError(const Status& error) {
   // The agent then enters its error state and runs OnJobError, which aborts
   // this task's communicators too.

@@ -155,6 +155,9 @@ class MirroredStrategy {
   // A failure of this task that the others must learn (reported to the
   // coordination service so they exit 3 instead of waiting).
   void ReportError(const Status& error);
+  // The others must learn `error`, but this process ends by itself right
+  // after (a SIGINT, interrupt_report.h): its replicas are not aborted.
+  void TellFailureBeforeEnding(const Status& error);
 
   // Every task of the job must run with the same `settings` (name, value;
   // e.g. {"--model", "cnn"}), or their collectives would not match: each

@@ -1,0 +1,43 @@
+// A SIGINT on a training task of a cluster (a Ctrl-C on its host) still ends
+// the task at once, as SIGINT does, but first (within kInterruptReportWait)
+// tells the job's coordination service why: the tasks on the other hosts
+// then stop naming it ("interrupted on its host") instead of "connection
+// lost", and their launchers do not restart the job for a task that will
+// not come back (as torchrun closes its rendezvous). A SIGTERM is the
+// preemption path instead (preemption.h).
+//
+//   InterruptReport interrupts([&](const Status& s) { strategy->TellFailureBeforeEnding(s); });
+//   ... train ...   // a SIGINT meanwhile: reported, then the process dies of it
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "common/signal_name.h"
+#include "common/status.h"
+
+namespace mirrored {
+
+inline constexpr auto kInterruptReportWait = std::chrono::seconds(2);
+
+class InterruptReport {
+ public:
+  // Installs the SIGINT handler; `report` runs on a thread of this class
+  // with Cancelled(kInterruptedOnItsHost). One instance at a time.
+  explicit InterruptReport(std::function<void(const Status&)> report);
+  // Restores SIGINT's default action.
+  ~InterruptReport();
+
+  InterruptReport(const InterruptReport&) = delete;
+  InterruptReport& operator=(const InterruptReport&) = delete;
+
+ private:
+  void Watch();
+
+  std::function<void(const Status&)> report_;
+  int pipe_[2] = {-1, -1};
+  std::thread thread_;
+};
+
+}  // namespace mirrored
