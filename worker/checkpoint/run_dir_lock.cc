@@ -109,9 +109,6 @@ std::chrono::milliseconds SameMachineWait(const std::string& holder) {
   return HolderExiting(holder) ? kExitingHolderWait : kHolderGrace;
 }
 
-// The holder named when only shared locks were in the way for kHolderGrace.
-constexpr char kLookingHolder[] = "none, but shared locks held longer than a look at it takes";
-
 // How a lock held by another job's chief or launcher is refused.
 RunDirLock::Refusal kAnotherJob(const std::string& role) {
   return {"is in use by another job (its " + role + ": ", "give another --run-dir, or wait for that job to end"};
@@ -164,7 +161,12 @@ StatusOr<std::optional<RunDirLock>> RunDirLock::AcquireFile(const std::string& r
     const int err = errno;
     return RunDirError("--run-dir " + run_dir + ": cannot open " + path + ": " + std::strerror(err), err);
   }
-  const auto start = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  // Since when only shared locks have been in the way (one look after
+  // another, or one that lasts): given kHolderGrace from then, not from
+  // `start`, which a wait for a holder on another host may have used up.
+  std::optional<Clock::time_point> looked_since;
   bool said_waiting = false;
   while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
@@ -178,19 +180,34 @@ StatusOr<std::optional<RunDirLock>> RunDirLock::AcquireFile(const std::string& r
     // to be waited for (or, with no remote wait, refused on). Tried again in
     // a moment, as a holder on this machine would be.
     const bool looked_at = flock(fd, LOCK_SH | LOCK_NB) == 0;
-    if (looked_at) flock(fd, LOCK_UN);
-    const std::string holder = looked_at ? std::string(kLookingHolder) : ReadHolder(fd);
+    if (looked_at) {
+      flock(fd, LOCK_UN);
+      if (!looked_since) looked_since = Clock::now();
+      if (Clock::now() >= *looked_since + kHolderGrace) {
+        close(fd);
+        // No job: mirrored's looks last an instant. Some other process
+        // (flock -s, a backup tool, a lock an NFS server kept) holds it.
+        return InvalidArgumentError("--run-dir " + run_dir + " cannot be locked: a process holds a shared lock on " +
+                                    path + ", still after " + SecondsText(kHolderGrace) +
+                                    " (no mirrored job: its looks at the lock last an instant); find it with "
+                                    "`fuser -v " + path + "` or `lslocks`, and end it or wait for it");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    looked_since.reset();
+    const std::string holder = ReadHolder(fd);
     // The same machine: the kernel drops the lock of a holder that died, so
     // a live job holds it, or one still ending.
     // No holder line yet: it was locked an instant ago and is being written
     // (taken as this machine's until it says otherwise).
-    const bool this_host = looked_at || holder.empty() || OnThisMachine(holder);
+    const bool this_host = holder.empty() || OnThisMachine(holder);
     if (!this_host && !remote_is_refusal) {
       close(fd);
       return std::optional<RunDirLock>();  // another machine's: not for this lock to judge
     }
     const std::chrono::milliseconds wait = this_host ? SameMachineWait(holder) : remote_wait;
-    if (std::chrono::steady_clock::now() >= start + wait) {
+    if (Clock::now() >= start + wait) {
       close(fd);
       return InvalidArgumentError("--run-dir " + run_dir + " " + refusal.what +
                                   (holder.empty() ? "unknown" : holder) + "), still after " + SecondsText(wait) + ": " +

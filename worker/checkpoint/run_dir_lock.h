@@ -48,10 +48,14 @@ class RunDirLock {
   // Slurm requeues the job elsewhere): waited for up to `remote_wait`. A
   // shared lock (someone looking: HeldOnThisMachine, ChiefLockHeld) is no
   // holder: tried again in a moment (its file's line names an earlier
-  // holder), and refused only if it lasts kHolderGrace.
+  // holder), and refused only if shared locks stay in the way for
+  // kHolderGrace, counted from the first one seen (a wait for a remote
+  // holder before does not use it up).
   // Errors: InvalidArgument naming the directory and the holder ("pid 123
-  // on host h (boot 1a2b3c4d) since <time>") when it is still held, or naming the path when
-  // RUN_DIR or its checkpoints/ cannot be created or written.
+  // on host h (boot 1a2b3c4d) since <time>") when it is still held, naming
+  // the lock file when a shared lock lasts (some other process's: no job),
+  // or naming the path when RUN_DIR or its checkpoints/ cannot be created
+  // or written.
   static StatusOr<RunDirLock> Acquire(const std::string& run_dir,
                                       std::chrono::milliseconds remote_wait = std::chrono::milliseconds(0));
 
