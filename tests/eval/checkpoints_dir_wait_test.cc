@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace mirrored {
 namespace {
@@ -70,6 +73,48 @@ TEST_F(CheckpointsDirWaitTest, ACheckpointsDirectoryThereEndsTheWaitAtOnce) {
   auto waited = WaitForCheckpointsDir(options_);
   ASSERT_TRUE(waited.ok()) << waited.status();
   EXPECT_FALSE(waited->has_value());
+}
+
+// A network file system's passing error while the wait goes on (an NFS
+// server's ESTALE, EIO, ETIMEDOUT) is no reason to end the evaluator: it
+// failed with exit 1 on the first one. At the first look it still fails.
+TEST_F(CheckpointsDirWaitTest, APassingErrorWhileWaitingIsPolledThroughButNotAtTheFirstLook) {
+  options_.run_dir = (dir_ / "run").string();
+  std::vector<int> answers = {ENOENT, ESTALE, EIO, ETIMEDOUT, ENOENT, 0};
+  size_t looks = 0;
+  auto stat_errno = [&](const std::string& path) {
+    EXPECT_EQ(path, (dir_ / "run" / "checkpoints").string());
+    return looks < answers.size() ? answers[looks++] : 0;
+  };
+  auto waited = WaitForCheckpointsDir(options_, stat_errno);
+  ASSERT_TRUE(waited.ok()) << waited.status();
+  EXPECT_FALSE(waited->has_value()) << "ended on --eval-timeout";
+  EXPECT_EQ(looks, answers.size());
+
+  answers = {ESTALE};
+  looks = 0;
+  auto first = WaitForCheckpointsDir(options_, stat_errno);
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().code(), StatusCode::kUnavailable) << first.status();
+  EXPECT_NE(first.status().message().find("cannot look for " + (dir_ / "run" / "checkpoints").string()),
+            std::string::npos)
+      << first.status();
+}
+
+// A path that turns into one that can never work while it is waited for
+// fails (exit 2) instead of waiting until --eval-timeout.
+TEST_F(CheckpointsDirWaitTest, AConfigurationErrorWhileWaitingFailsAtOnce) {
+  options_.run_dir = (dir_ / "run").string();
+  for (int err : {EACCES, ELOOP, ENAMETOOLONG, ENOTDIR}) {
+    std::vector<int> answers = {ENOENT, EIO, err};
+    size_t looks = 0;
+    auto waited = WaitForCheckpointsDir(options_, [&](const std::string&) {
+      return looks < answers.size() ? answers[looks++] : ENOENT;
+    });
+    ASSERT_FALSE(waited.ok()) << "errno " << err << ": waited on";
+    EXPECT_EQ(waited.status().code(), StatusCode::kInvalidArgument) << waited.status();
+    EXPECT_EQ(looks, answers.size());
+  }
 }
 
 }  // namespace

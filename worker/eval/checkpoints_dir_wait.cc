@@ -35,11 +35,10 @@ std::string NotADirectoryOnTheWay(const std::string& path) {
 // for a path that cannot become a run directory (not a directory on the
 // way, no permission to search, a symbolic link loop, too long: exit 2),
 // Unavailable for an I/O error (exit 1).
-StatusOr<bool> CheckpointsDirThere(const std::string& run_dir) {
+StatusOr<bool> CheckpointsDirThere(const std::string& run_dir, const PathErrno& stat_errno) {
   const std::string checkpoints = CheckpointsDir(run_dir);
-  struct stat st {};
-  if (::stat(checkpoints.c_str(), &st) == 0) return true;  // not a directory: the lock says so
-  const int err = errno;
+  const int err = stat_errno(checkpoints);
+  if (err == 0) return true;  // not a directory: the lock says so
   if (err == ENOENT) return false;
   if (err == ENOTDIR) {
     const std::string culprit = NotADirectoryOnTheWay(checkpoints);
@@ -56,11 +55,17 @@ StatusOr<bool> CheckpointsDirThere(const std::string& run_dir) {
 
 }  // namespace
 
-StatusOr<std::optional<EvaluationSummary>> WaitForCheckpointsDir(const WorkerOptions& options) {
+int StatErrno(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? 0 : errno;
+}
+
+StatusOr<std::optional<EvaluationSummary>> WaitForCheckpointsDir(const WorkerOptions& options,
+                                                                 const PathErrno& stat_errno) {
   using Clock = std::chrono::steady_clock;
   const auto poll = std::chrono::milliseconds(static_cast<int64_t>(options.poll_interval_sec * 1000));
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options.eval_timeout_sec * 1000));
-  MIRRORED_ASSIGN_OR_RETURN(bool there, CheckpointsDirThere(options.run_dir));
+  MIRRORED_ASSIGN_OR_RETURN(bool there, CheckpointsDirThere(options.run_dir, stat_errno));
   if (there) return std::optional<EvaluationSummary>();
   const std::string checkpoints = CheckpointsDir(options.run_dir);
   // Normal for an evaluator that mirrored-launch started with its job (an
@@ -73,6 +78,7 @@ StatusOr<std::optional<EvaluationSummary>> WaitForCheckpointsDir(const WorkerOpt
     MIRRORED_LOG(WARNING) << waiting << " there (check --run-dir if no job is starting)";
   }
   const auto since = Clock::now();
+  bool said_failing = false;
   while (true) {
     if (timeout.count() > 0 && Clock::now() - since >= timeout) {
       MIRRORED_LOG(WARNING) << "no " << checkpoints << " after " << options.eval_timeout_sec
@@ -83,9 +89,22 @@ StatusOr<std::optional<EvaluationSummary>> WaitForCheckpointsDir(const WorkerOpt
       MIRRORED_LOG(WARNING) << "stopping on " << SignalName(*sig) << " before any checkpoint";
       return std::optional<EvaluationSummary>(EvaluationSummary{.stop_signal = sig});
     }
-    // A path that turned into one that cannot work meanwhile fails too.
-    MIRRORED_ASSIGN_OR_RETURN(there, CheckpointsDirThere(options.run_dir));
-    if (there) return std::optional<EvaluationSummary>();
+    // A path that turned into one that cannot work meanwhile fails too
+    // (InvalidArgument: exit 2). Any other error may pass on a file system
+    // that looked fine at first (an NFS server's ESTALE, EIO, ETIMEDOUT
+    // during a long wait): said once, and polled on, as CheckpointFollower
+    // does with its listings; --eval-timeout still bounds the wait.
+    StatusOr<bool> now = CheckpointsDirThere(options.run_dir, stat_errno);
+    if (!now.ok() && now.status().code() == StatusCode::kInvalidArgument) return now.status();
+    if (!now.ok()) {
+      if (!said_failing) {
+        MIRRORED_LOG(WARNING) << now.status().message() << ": looking again every " << options.poll_interval_sec
+                              << " s";
+        said_failing = true;
+      }
+      continue;
+    }
+    if (*now) return std::optional<EvaluationSummary>();
   }
 }
 

@@ -7,7 +7,9 @@
 //   if (ended) return *ended;   // --eval-timeout or a signal before any checkpoint
 #pragma once
 
+#include <functional>
 #include <optional>
+#include <string>
 
 #include "common/status.h"
 #include "worker/eval/evaluation_summary.h"
@@ -15,12 +17,20 @@
 
 namespace mirrored {
 
+// stat(2)'s errno for `path`, 0 when it is there.
+int StatErrno(const std::string& path);
+// How the wait looks at a path: StatErrno, or a test's stand-in.
+using PathErrno = std::function<int(const std::string& path)>;
+
 // nullopt once options.run_dir's checkpoints/ is there (at once, or after
 // waiting); the summary to end with when the wait ended first (after
-// --eval-timeout, or on a stop signal). Errors, at once: InvalidArgument
-// when --run-dir is not a directory or lies under something that is not one
-// (a regular file: named), or cannot be searched; Unavailable for an I/O
-// error.
-StatusOr<std::optional<EvaluationSummary>> WaitForCheckpointsDir(const WorkerOptions& options);
+// --eval-timeout, or on a stop signal). Errors: InvalidArgument when
+// --run-dir is not a directory or lies under something that is not one (a
+// regular file: named), or cannot be searched (at once, or when it turns so
+// while waited for); Unavailable for an I/O error at the first look only
+// (one while waiting is warned about once, and the wait goes on: a network
+// file system's passing error).
+StatusOr<std::optional<EvaluationSummary>> WaitForCheckpointsDir(const WorkerOptions& options,
+                                                                 const PathErrno& stat_errno = StatErrno);
 
 }  // namespace mirrored
