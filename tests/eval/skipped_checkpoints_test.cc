@@ -53,15 +53,20 @@ TEST_F(SkippedCheckpointsTest, ASecondSightingConfirmsAndAWriteStartsAfresh) {
   EXPECT_FALSE(skipped.Contains(20));
 }
 
-TEST_F(SkippedCheckpointsTest, AGoneCheckpointIsConfirmedOnceItStaysGone) {
+// Damaged, then gone on its second look (pruned, or removed by a chief
+// redoing its step): confirmed by that look, as the follower's comment
+// says (it took a third look, a poll later). Back again, it is retried.
+TEST_F(SkippedCheckpointsTest, AGoneCheckpointIsConfirmedOnItsSecondLook) {
   SkippedCheckpoints skipped(dir_.string());
   skipped.Add(20, DataLossError("damaged"));
   fs::remove_all(dir_ / "checkpoints" / "ckpt-20");
   EXPECT_TRUE(skipped.WrittenAgain(20));  // gone counts as changed
-  skipped.Add(20, skipped.Why(20));       // gone on its second look: a new sighting, of "nothing"
-  EXPECT_FALSE(skipped.Confirmed(20));
-  skipped.Add(20, skipped.Why(20));       // still gone
+  skipped.Add(20, skipped.Why(20));       // gone on its second look
   EXPECT_TRUE(skipped.Confirmed(20));
+  EXPECT_TRUE(skipped.Tentative().empty());
+  EXPECT_FALSE(skipped.WrittenAgain(20));  // still gone: nothing to retry
+  fs::create_directories(dir_ / "checkpoints" / "ckpt-20");
+  EXPECT_TRUE(skipped.WrittenAgain(20));
 }
 
 TEST_F(SkippedCheckpointsTest, RemoveAfterForgetsTheLaterSteps) {

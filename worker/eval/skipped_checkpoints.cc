@@ -7,8 +7,13 @@ namespace mirrored {
 void SkippedCheckpoints::Add(int64_t step, Status why) {
   const WriteTime written = Written(step);
   auto it = entries_.find(step);
-  if (it != entries_.end() && it->second.written == written) {
+  // The same writing seen so again, or gone since (pruned, or removed by a
+  // chief redoing the step): either way the second look found nothing to
+  // evaluate. Gone, its write time is forgotten: should it come back, it is
+  // written again (WrittenAgain) and retried.
+  if (it != entries_.end() && (it->second.written == written || !written)) {
     it->second.why = std::move(why);
+    it->second.written = written;
     ++it->second.sightings;
     return;
   }

@@ -27,7 +27,8 @@ class SkippedCheckpoints {
 
   // Records a sighting of ckpt-<step> damaged or gone, for `why`. The first
   // one (or the first since its directory was written again) is tentative,
-  // due for a second look (Tentative()); a second one confirms it.
+  // due for a second look (Tentative()); a second one confirms it, and so
+  // does finding it gone on that look.
   void Add(int64_t step, Status why);
   bool Contains(int64_t step) const { return entries_.count(step) != 0; }
   // Why ckpt-<step> was skipped; Contains(step) must hold.
