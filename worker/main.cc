@@ -64,7 +64,7 @@ int RunWorker(const WorkerOptions& options) {
   // of our own would print the name twice.
   if (!LauncherGeneration()) SetLogTag(task);
   if (config->IsEvaluator()) {
-    StopSignal::Install();  // SIGINT/SIGTERM: stop between checkpoints, end the lease
+    StopSignal::Install();  // SIGINT/SIGTERM: stop between checkpoints, pause the lease
     auto evaluated = RunEvaluator(options);
     if (!evaluated.ok()) return Fail(task, evaluated.status());
     if (evaluated->stop_signal) {

@@ -2,8 +2,9 @@
 // RUN_DIR/checkpoints, evaluates each new complete checkpoint once, in step
 // order, under the evaluator lease (evaluator_lease.h), and stops when
 // JobEndWatch says the job's last checkpoint is reached, after
-// --max-evaluations, after --eval-timeout with no new checkpoint, or on
-// SIGINT/SIGTERM (between checkpoints). Each of those ends the lease.
+// --max-evaluations, or after --eval-timeout with no new checkpoint (each
+// ends the lease), or on SIGINT/SIGTERM (between checkpoints), which pauses
+// it (EvaluatorLease::Pause: the backlog stays protected for a restart).
 //
 //   CheckpointFollower follower(env, options, progress, *evaluator, *log, std::move(watch));
 //   MIRRORED_ASSIGN_OR_RETURN(EvaluationSummary summary, follower.Run());

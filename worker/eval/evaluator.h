@@ -13,9 +13,12 @@
 // evaluated yet among the newest 2 x --keep-checkpoints, and the one it
 // reads; one that disappears under it anyway is skipped with a warning. It
 // stops after the checkpoint marked final, after --max-evaluations, when no
-// new checkpoint came for --eval-timeout seconds, or on SIGINT/SIGTERM
-// (between checkpoints, when StopSignal is installed): each ends its lease.
-// A restarted evaluator resumes after the last step it recorded there.
+// new checkpoint came for --eval-timeout seconds (each ends its lease: the
+// chief keeps no backlog for it any more), or on SIGINT/SIGTERM (between
+// checkpoints, when StopSignal is installed), which pauses its lease
+// (EvaluatorLease::Pause): the checkpoints it has not evaluated stay
+// protected for the evaluator started again, which resumes after the last
+// step it recorded there.
 //
 // The pieces, in the order a run meets them: WaitForCheckpointsDir
 // (checkpoints_dir_wait.h), EvaluationLog (stdout, metrics.jsonl,

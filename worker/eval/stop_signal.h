@@ -1,8 +1,9 @@
 // SIGINT and SIGTERM as a request for the evaluator to stop between
 // checkpoints (rather than die in the middle of one): the handler writes the
 // signal number to a pipe, and the evaluator's wait between polls returns
-// early on it. The evaluator then ends its lease (the chief stops keeping a
-// backlog for it) and exits 128 + the signal.
+// early on it. The evaluator then pauses its lease (EvaluatorLease::Pause:
+// the chief goes on keeping the checkpoints it has not evaluated, for the
+// evaluator started again) and exits 128 + the signal.
 //
 //   StopSignal::Install();
 //   if (std::optional<int> sig = StopSignal::WaitFor(poll_interval)) ...   // woken by a signal
