@@ -661,6 +661,72 @@ TEST_F(CheckpointResumeTest, EvaluatorWhoseFinalCheckpointIsDamagedSaysSo) {
   EXPECT_NE(eval.output.find("model.safetensors is damaged"), std::string::npos) << eval.output;
 }
 
+// The job's last checkpoint evaluated while an older one, found damaged,
+// awaits its second look: the evaluator polls once more before it stops
+// (it stopped at once and counted the older one as skipped). Damaged still,
+// it is skipped; whole again (a checkpoint being replaced, caught mid-way),
+// it is evaluated after the final one, and the last line still names the
+// final one's result.
+TEST_F(CheckpointResumeTest, AnOlderCheckpointSkippedOnceGetsItsSecondLookBeforeTheEvaluatorStops) {
+  const fs::path run = dir_ / "second-look";
+  ProcessRun trained = RunProcess({kBin + "/mirrored-worker", "--model", "mlp", "--max-steps", "20",
+                                   "--checkpoint-every", "10", "--no-validate", "--cpu-replicas", "1", "--run-dir",
+                                   run.string()});
+  ASSERT_TRUE(trained.exit && trained.exit->success()) << trained.output;
+  const fs::path model = run / "checkpoints" / "ckpt-10" / "model.safetensors";
+  char good[8] = {};
+  {
+    std::ifstream f(model, std::ios::binary);
+    f.seekg(-100, std::ios::end);
+    f.read(good, sizeof(good));
+  }
+  const char bad[8] = {'\x5a', '\x5a', '\x5a', '\x5a', '\x5a', '\x5a', '\x5a', '\x5a'};
+  auto overwrite = [&](const char* bytes) {
+    std::fstream f(model, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-100, std::ios::end);
+    f.write(bytes, 8);
+  };
+  const std::string tf_config = R"(TF_CONFIG={"cluster":{"worker":["127.0.0.1:1"]},"task":{"type":"evaluator","index":0}})";
+
+  overwrite(bad);
+  ProcessRun damaged = RunProcess({kBin + "/mirrored-worker", "--run-dir", run.string(), "--poll-interval", "0.2"}, "",
+                                  60s, {tf_config});
+  ASSERT_TRUE(damaged.exit.has_value()) << damaged.output;
+  EXPECT_TRUE(damaged.exit->success()) << damaged.output;
+  EXPECT_NE(damaged.output.find("evaluated final checkpoint ckpt-20"), std::string::npos) << damaged.output;
+  EXPECT_NE(damaged.output.find("skipping ckpt-10 (again on a second look): "), std::string::npos) << damaged.output;
+  EXPECT_NE(damaged.output.find("evaluator done: 1 checkpoint(s) (1 more skipped: removed or damaged before they "
+                                "could be evaluated); final checkpoint ckpt-20: loss "),
+            std::string::npos)
+      << damaged.output;
+
+  // Repaired between the two looks, 5 s apart: far longer than the test
+  // takes to react to the first.
+  fs::remove(run / "checkpoints" / "eval-lease");
+  auto repaired = testing_util::WorkerProcess::Start(
+      {kBin + "/mirrored-worker", "--run-dir", run.string(), "--poll-interval", "5"}, {"PATH=/usr/bin:/bin", tf_config});
+  ASSERT_TRUE(repaired.ok()) << repaired.status();
+  ASSERT_TRUE((*repaired)->WaitForOutput("skipping ckpt-10: ", 60s)) << (*repaired)->output();
+  overwrite(good);
+  auto repaired_exit = (*repaired)->WaitExit(60s);
+  ASSERT_TRUE(repaired_exit.has_value()) << (*repaired)->output();
+  EXPECT_TRUE(repaired_exit->success()) << (*repaired)->output();
+  const std::string out = (*repaired)->output();
+  const size_t final_line = out.find("evaluated final checkpoint ckpt-20");
+  ASSERT_NE(final_line, std::string::npos) << out;
+  EXPECT_NE(out.find("evaluated checkpoint ckpt-10", final_line), std::string::npos) << out;
+  // The newest step's result, not the last evaluated one's (it said "the
+  // job's last checkpoint, ckpt-20, was evaluated before").
+  std::smatch final_result;
+  ASSERT_TRUE(std::regex_search(out, final_result, std::regex("evaluated final checkpoint ckpt-20 \\(epoch [0-9]+\\): "
+                                                               "(loss [0-9.]+ accuracy [0-9.]+)")))
+      << out;
+  EXPECT_NE(out.find("evaluator done: 2 checkpoint(s); final checkpoint ckpt-20: " + final_result[1].str()),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(EvalLines(run), (std::vector<std::pair<int64_t, std::string>>{{20, "ckpt-20"}, {10, "ckpt-10"}})) << out;
+}
+
 // An evaluator alone on a run directory no job has made yet waits for its
 // checkpoints directory without making anything (a mistyped --run-dir leaves
 // no run directory behind), ends on --eval-timeout; a path that is a file,

@@ -28,6 +28,7 @@ StatusOr<EvaluationSummary> CheckpointFollower::Run() {
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.eval_timeout_sec * 1000));
   MIRRORED_LOG(INFO) << "evaluator following " << options_.run_dir << "/checkpoints every "
                      << options_.poll_interval_sec << " s";
+  bool looked_again_at_the_end = false;
   while (true) {
     FollowRestart();
     std::vector<CheckpointReader::Skipped> damaged;
@@ -44,6 +45,17 @@ StatusOr<EvaluationSummary> CheckpointFollower::Run() {
       return end.lost;
     }
     if (end.outcome == JobEndWatch::Outcome::kEnded) {
+      // Older checkpoints seen damaged or gone once have had no second look
+      // yet: one more poll gives them theirs (one being replaced may be
+      // whole by then), instead of counting them as skipped.
+      if (const std::vector<int64_t> tentative = skipped_.Tentative(); !tentative.empty() && !looked_again_at_the_end) {
+        looked_again_at_the_end = true;
+        MIRRORED_LOG(INFO) << "the job's last checkpoint ckpt-" << end.final_step << " is reached; looking at ckpt-"
+                           << tentative.front() << (tentative.size() > 1 ? " and others" : "")
+                           << ", skipped once, again in " << options_.poll_interval_sec << " s before stopping";
+        if (std::optional<int> sig = StopSignal::WaitFor(poll)) return StoppedBySignal(*sig);
+        continue;
+      }
       summary_.saw_final = true;
       summary_.final_step = end.final_step;
       return Finish();
@@ -150,9 +162,13 @@ Status CheckpointFollower::EvaluateOne(const CheckpointInfo& info, bool last_pen
   last_progress_ = Clock::now();
   watch_.Progressed();
   ++summary_.evaluations;
-  summary_.last_step = info.step;
-  summary_.last_loss = result.loss;
-  summary_.last_accuracy = result.accuracy;
+  // The newest step's result: a second look can evaluate an older
+  // checkpoint after a newer one.
+  if (info.step > summary_.last_step) {
+    summary_.last_step = info.step;
+    summary_.last_loss = result.loss;
+    summary_.last_accuracy = result.accuracy;
+  }
   return OkStatus();
 }
 

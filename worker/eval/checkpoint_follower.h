@@ -1,7 +1,9 @@
 // The evaluator's poll loop: every --poll-interval it lists
 // RUN_DIR/checkpoints, evaluates each new complete checkpoint once, in step
-// order, under the evaluator lease (evaluator_lease.h), and stops when
-// JobEndWatch says the job's last checkpoint is reached, after
+// order (but for a damaged one found whole on its second look a poll later,
+// after newer ones), under the evaluator lease (evaluator_lease.h), and
+// stops when JobEndWatch says the job's last checkpoint is reached (after
+// one more poll while checkpoints skipped once await their second look), after
 // --max-evaluations, or after --eval-timeout with no new checkpoint (each
 // ends the lease), or on SIGINT/SIGTERM (between checkpoints), which pauses
 // it (EvaluatorLease::Pause: the backlog stays protected for a restart).

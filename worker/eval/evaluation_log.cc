@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -56,7 +55,13 @@ Status EvaluationLog::Record(const CheckpointInfo& checkpoint, bool final, doubl
     MIRRORED_ASSIGN_OR_RETURN(events_, EventWriter::Create(EventsDir()));
   }
   if (session_start_due_) {
-    const int64_t at = session_start_ < 0 ? step : std::min(session_start_, step);
+    // After a restart, at the restart's step + 1 even when this record is an
+    // older checkpoint's (a second look, evaluated after newer ones): a
+    // START at its step would discard the points of the steps between,
+    // evaluated before and not again. Steps out of order are fine otherwise:
+    // an event file of version 2 is purged on a START only, not on a step
+    // smaller than the one before (TensorBoard's EventAccumulator).
+    const int64_t at = session_start_ < 0 ? step : session_start_;
     MIRRORED_RETURN_IF_ERROR(
         events_->WriteSessionStart(at, CheckpointsDir(run_dir_) + "/" + CheckpointDirName(step)));
     session_start_due_ = false;

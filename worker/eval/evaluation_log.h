@@ -51,10 +51,11 @@ class EvaluationLog {
   std::unique_ptr<EventWriter> events_;  // made with the first record
   // TensorBoard's view of logs/eval: a SessionLog START before this run's
   // first point (at its step), and again after the job restarted behind
-  // what was evaluated (at the restart's step + 1), discards the points
-  // written before (by an earlier evaluator, or this one) for the steps
-  // evaluated again, so each step shows once, as the chief does in
-  // logs/train. -1: at the first evaluated step.
+  // what was evaluated (at the restart's step + 1, whatever the step of the
+  // next record), discards the points written before (by an earlier
+  // evaluator, or this one) for the steps evaluated again, so each step
+  // shows once, as the chief does in logs/train. -1: at the first evaluated
+  // step.
   bool session_start_due_ = true;
   int64_t session_start_ = -1;
 };

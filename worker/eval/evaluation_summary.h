@@ -14,6 +14,8 @@ namespace mirrored {
 struct EvaluationSummary {
   int64_t evaluations = 0;
   int64_t skipped = 0;            // listed, but removed or damaged before it could be loaded
+  // The newest step evaluated by this run (not the last evaluated: a second
+  // look can evaluate an older checkpoint after it) and its result.
   int64_t last_step = -1;
   double last_loss = 0;
   double last_accuracy = 0;

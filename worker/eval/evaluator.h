@@ -2,8 +2,12 @@
 // RUN_DIR/checkpoints, evaluates every new complete checkpoint once, in step
 // order, on the Fashion-MNIST test set, and logs each result (stdout,
 // logs/eval/ TensorBoard events, "eval" lines in metrics.jsonl, at the
-// checkpoint's step). It needs only the run directory (no coordination
-// service), so it can run on any machine that mounts it.
+// checkpoint's step). The one exception to the order: a checkpoint found
+// damaged is looked at again a poll later, and if whole then (one being
+// replaced can be caught mid-way) evaluated after newer ones, rather than
+// lost (TensorBoard draws it at its step all the same). It needs only the
+// run directory (no coordination service), so it can run on any machine
+// that mounts it.
 //
 //   MIRRORED_ASSIGN_OR_RETURN(EvaluationSummary s, RunEvaluator(options));
 //
