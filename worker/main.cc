@@ -16,7 +16,6 @@
 #include "common/cluster/tf_config_parser.h"
 #include "common/launcher_environment.h"
 #include "common/logging.h"
-#include "common/signal_name.h"
 #include "common/status.h"
 #include "common/unknown_flags.h"
 #include "mirrored/config.h"
@@ -67,28 +66,8 @@ int RunWorker(const WorkerOptions& options) {
     StopSignal::Install();  // SIGINT/SIGTERM: stop between checkpoints, pause the lease
     auto evaluated = RunEvaluator(options);
     if (!evaluated.ok()) return Fail(task, evaluated.status());
-    if (evaluated->stop_signal) {
-      std::printf("evaluator stopped by %s after %lld checkpoint(s)\n", SignalName(*evaluated->stop_signal).c_str(),
-                  static_cast<long long>(evaluated->evaluations));
-      return 128 + *evaluated->stop_signal;
-    }
-    // Checkpoints listed but gone (or damaged) before they could be read.
-    const std::string skipped =
-        evaluated->skipped == 0 ? ""
-                                : " (" + std::to_string(evaluated->skipped) +
-                                      " more skipped: removed or damaged before they could be evaluated)";
-    if (evaluated->saw_final && evaluated->last_step == evaluated->final_step) {
-      std::printf("evaluator done: %lld checkpoint(s)%s; final checkpoint ckpt-%lld: loss %.4f accuracy %.4f\n",
-                  static_cast<long long>(evaluated->evaluations), skipped.c_str(),
-                  static_cast<long long>(evaluated->last_step), evaluated->last_loss, evaluated->last_accuracy);
-    } else if (evaluated->saw_final) {
-      std::printf("evaluator done: %lld checkpoint(s)%s; the job's last checkpoint, ckpt-%lld, was evaluated before\n",
-                  static_cast<long long>(evaluated->evaluations), skipped.c_str(),
-                  static_cast<long long>(evaluated->final_step));
-    } else {
-      std::printf("evaluator stopped after %lld checkpoint(s)%s without the final one\n",
-                  static_cast<long long>(evaluated->evaluations), skipped.c_str());
-    }
+    std::printf("%s\n", evaluated->LastLine().c_str());
+    if (evaluated->stop_signal) return 128 + *evaluated->stop_signal;
     return kExitSuccess;
   }
   StrategyOptions so = StrategyOptions::FromEnvironment();  // job token, restarted

@@ -374,7 +374,11 @@ TEST_F(CheckpointResumeTest, AnEvaluatorAloneStopsAtTheFinalMarkWithoutATraining
   timed.insert(timed.end(), {"--eval-timeout", "1"});
   ProcessRun trained_on = RunProcess(timed, "", 60s, env);
   ASSERT_TRUE(trained_on.exit.has_value()) << trained_on.output;
-  EXPECT_NE(trained_on.output.find("evaluator stopped after 0 checkpoint(s) without the final one"), std::string::npos)
+  // What is true: ckpt-20, marked final, was evaluated before (it said
+  // "without the final one").
+  EXPECT_NE(trained_on.output.find("evaluator stopped after 0 checkpoint(s); ckpt-20, final in its state.json, was "
+                                   "evaluated before (recorded in the evaluator lease)"),
+            std::string::npos)
       << trained_on.output;
 }
 

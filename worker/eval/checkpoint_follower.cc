@@ -21,7 +21,9 @@ CheckpointFollower::CheckpointFollower(FileEnv* env, const WorkerOptions& option
       reader_(env, options.run_dir, /*model_only=*/true),
       skipped_(options.run_dir),
       done_step_(progress.done_step),
-      start_run_(std::move(progress.start_run)) {}
+      start_run_(std::move(progress.start_run)) {
+  summary_.evaluated_before = done_step_;
+}
 
 StatusOr<EvaluationSummary> CheckpointFollower::Run() {
   const auto poll = std::chrono::milliseconds(static_cast<int64_t>(options_.poll_interval_sec * 1000));
@@ -33,6 +35,7 @@ StatusOr<EvaluationSummary> CheckpointFollower::Run() {
     FollowRestart();
     std::vector<CheckpointReader::Skipped> damaged;
     const StatusOr<std::vector<CheckpointInfo>> listed = reader_.ListComplete(&damaged);
+    NoteEvaluatedBefore(listed);
     const std::vector<CheckpointInfo> pending = Pending(listed, damaged);
     for (const CheckpointInfo& info : pending) {  // ascending by step
       if (std::optional<int> sig = StopSignal::Received()) return StoppedBySignal(*sig);
@@ -84,8 +87,19 @@ void CheckpointFollower::FollowRestart() {
     done_step_ = (*start)->from_step;
     skipped_.RemoveAfter(done_step_);
     log_.RestartedFrom((*start)->from_step);
+    if (summary_.evaluations == 0) {
+      summary_.evaluated_before = done_step_;
+      summary_.evaluated_before_final = false;
+    }
   }
   start_run_ = (*start)->run;
+}
+
+void CheckpointFollower::NoteEvaluatedBefore(const StatusOr<std::vector<CheckpointInfo>>& listed) {
+  if (summary_.evaluations > 0 || summary_.evaluated_before < 0 || !listed.ok() || listed->empty()) return;
+  // The newest listed, marked final: the last of the run that wrote it.
+  summary_.evaluated_before_final =
+      listed->back().step == summary_.evaluated_before && listed->back().state.final;
 }
 
 std::vector<CheckpointInfo> CheckpointFollower::Pending(const StatusOr<std::vector<CheckpointInfo>>& listed,
@@ -168,6 +182,7 @@ Status CheckpointFollower::EvaluateOne(const CheckpointInfo& info, bool last_pen
     summary_.last_step = info.step;
     summary_.last_loss = result.loss;
     summary_.last_accuracy = result.accuracy;
+    summary_.last_final = final;
   }
   return OkStatus();
 }

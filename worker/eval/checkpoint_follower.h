@@ -54,6 +54,10 @@ class CheckpointFollower {
   // A chief that started since from a step behind this evaluator's progress
   // (training_start.h): the checkpoints after that step are new ones.
   void FollowRestart();
+  // Whether the checkpoint evaluated before this run (its lease's progress)
+  // is the newest listed and marked final, for the summary, while this run
+  // has evaluated none.
+  void NoteEvaluatedBefore(const StatusOr<std::vector<CheckpointInfo>>& listed);
   // The checkpoints to evaluate now, ascending by step: the complete ones
   // after the progress, skipped ones written again since, and those skipped
   // on the last poll (their second look). Damaged ones are recorded as

@@ -3,11 +3,12 @@
 //
 //   EvaluationSummary summary;
 //   ++summary.evaluations, summary.last_step = 400;
-//   if (summary.saw_final) ... "final checkpoint ckpt-<final_step>"
+//   std::printf("%s\n", summary.LastLine().c_str());   // "evaluator done: 1 checkpoint(s); ..."
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace mirrored {
 
@@ -15,13 +16,27 @@ struct EvaluationSummary {
   int64_t evaluations = 0;
   int64_t skipped = 0;            // listed, but removed or damaged before it could be loaded
   // The newest step evaluated by this run (not the last evaluated: a second
-  // look can evaluate an older checkpoint after it) and its result.
+  // look can evaluate an older checkpoint after it), its result, and
+  // whether it was evaluated as final (marked so in its state.json, no newer
+  // one listed).
   int64_t last_step = -1;
   double last_loss = 0;
   double last_accuracy = 0;
+  bool last_final = false;
   bool saw_final = false;        // the job's last checkpoint is evaluated (by this run or an earlier one)
   int64_t final_step = -1;        // its step
+  // The step the evaluator lease recorded as evaluated when this run began
+  // (it resumed after it; -1: none), and whether that checkpoint, the
+  // newest listed, is marked final in its state.json: what a run that
+  // evaluated nothing new says it stopped after.
+  int64_t evaluated_before = -1;
+  bool evaluated_before_final = false;
   std::optional<int> stop_signal;  // stopped by SIGINT/SIGTERM (StopSignal)
+
+  // mirrored-worker's last line for an evaluator that ended without error:
+  // what it evaluated, and whether it reached the job's last checkpoint
+  // (or, stopped before, what it knows of it).
+  std::string LastLine() const;
 };
 
 }  // namespace mirrored

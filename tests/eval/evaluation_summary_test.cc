@@ -1,0 +1,60 @@
+// The evaluator's last line says what is true of how it ended: a run that
+// evaluated nothing new names the checkpoint it evaluated before, and
+// whether that one is marked final, instead of "without the final one".
+#include "worker/eval/evaluation_summary.h"
+
+#include <gtest/gtest.h>
+
+namespace mirrored {
+namespace {
+
+TEST(EvaluationSummaryTest, TheJobsEndSeen) {
+  EvaluationSummary s;
+  s.evaluations = 2, s.last_step = 20, s.last_loss = 0.5, s.last_accuracy = 0.8125, s.last_final = true;
+  s.saw_final = true, s.final_step = 20;
+  EXPECT_EQ(s.LastLine(), "evaluator done: 2 checkpoint(s); final checkpoint ckpt-20: loss 0.5000 accuracy 0.8125");
+  s.evaluations = 0, s.last_step = -1, s.skipped = 1;
+  EXPECT_EQ(s.LastLine(),
+            "evaluator done: 0 checkpoint(s) (1 more skipped: removed or damaged before they could be evaluated); "
+            "the job's last checkpoint, ckpt-20, was evaluated before");
+}
+
+// --eval-timeout on a run directory whose only checkpoint ckpt-100 the
+// lease records as evaluated: it said "evaluator stopped after 0
+// checkpoint(s) without the final one".
+TEST(EvaluationSummaryTest, NothingNewAfterACheckpointEvaluatedBeforeNamesIt) {
+  EvaluationSummary s;
+  s.evaluated_before = 100, s.evaluated_before_final = true;
+  EXPECT_EQ(s.LastLine(),
+            "evaluator stopped after 0 checkpoint(s); ckpt-100, final in its state.json, was evaluated before "
+            "(recorded in the evaluator lease)");
+  s.evaluated_before_final = false;
+  EXPECT_EQ(s.LastLine(),
+            "evaluator stopped after 0 checkpoint(s): nothing new after ckpt-100, evaluated before (recorded in the "
+            "evaluator lease)");
+  s.evaluated_before = -1;
+  EXPECT_EQ(s.LastLine(), "evaluator stopped after 0 checkpoint(s) without the final one");
+}
+
+// Stopped (--max-evaluations, --eval-timeout) right after a checkpoint
+// marked final, before the job's end was confirmed: not "without the final
+// one".
+TEST(EvaluationSummaryTest, StoppedAfterACheckpointMarkedFinal) {
+  EvaluationSummary s;
+  s.evaluations = 1, s.last_step = 20, s.last_loss = 0.5, s.last_accuracy = 0.75, s.last_final = true;
+  s.evaluated_before = 10, s.evaluated_before_final = false;
+  EXPECT_EQ(s.LastLine(),
+            "evaluator stopped after 1 checkpoint(s); the newest, ckpt-20, final in its state.json: loss 0.5000 "
+            "accuracy 0.7500");
+  s.last_final = false;
+  EXPECT_EQ(s.LastLine(), "evaluator stopped after 1 checkpoint(s) without the final one");
+}
+
+TEST(EvaluationSummaryTest, StoppedBySignal) {
+  EvaluationSummary s;
+  s.evaluations = 3, s.stop_signal = 15;
+  EXPECT_EQ(s.LastLine(), "evaluator stopped by SIGTERM (15) after 3 checkpoint(s)");
+}
+
+}  // namespace
+}  // namespace mirrored

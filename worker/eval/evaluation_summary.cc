@@ -1,0 +1,52 @@
+#include "worker/eval/evaluation_summary.h"
+
+#include <cstdio>
+
+#include "common/signal_name.h"
+
+namespace mirrored {
+namespace {
+
+std::string Result(double loss, double accuracy) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "loss %.4f accuracy %.4f", loss, accuracy);
+  return text;
+}
+
+}  // namespace
+
+std::string EvaluationSummary::LastLine() const {
+  const std::string count = std::to_string(evaluations) + " checkpoint(s)";
+  if (stop_signal) return "evaluator stopped by " + SignalName(*stop_signal) + " after " + count;
+  // Checkpoints listed but gone (or damaged) before they could be read.
+  const std::string more = skipped == 0 ? ""
+                                        : " (" + std::to_string(skipped) +
+                                              " more skipped: removed or damaged before they could be evaluated)";
+  if (saw_final && last_step == final_step) {
+    return "evaluator done: " + count + more + "; final checkpoint ckpt-" + std::to_string(last_step) + ": " +
+           Result(last_loss, last_accuracy);
+  }
+  if (saw_final) {
+    return "evaluator done: " + count + more + "; the job's last checkpoint, ckpt-" + std::to_string(final_step) +
+           ", was evaluated before";
+  }
+  // Stopped before the job's end was seen (--eval-timeout,
+  // --max-evaluations): what is known of the last checkpoint. "final in
+  // its state.json" is what its run wrote, not that no chief trains on.
+  const std::string stopped = "evaluator stopped after " + count + more;
+  if (evaluations > 0 && last_final) {
+    return stopped + "; the newest, ckpt-" + std::to_string(last_step) + ", final in its state.json: " +
+           Result(last_loss, last_accuracy);
+  }
+  if (evaluations == 0 && evaluated_before >= 0) {
+    if (evaluated_before_final) {
+      return stopped + "; ckpt-" + std::to_string(evaluated_before) +
+             ", final in its state.json, was evaluated before (recorded in the evaluator lease)";
+    }
+    return stopped + ": nothing new after ckpt-" + std::to_string(evaluated_before) +
+           ", evaluated before (recorded in the evaluator lease)";
+  }
+  return stopped + " without the final one";
+}
+
+}  // namespace mirrored
