@@ -58,11 +58,12 @@ struct CoordinationAgentOptions {
   // backoff, until registration_timeout_ms, and meets the chief's next
   // service. A first-run task fails at once instead (exit 3).
   bool restarted = false;
-  // Checked while registering (true cancels the call: Cancelled) and while
-  // a restarted task waits out the failed generation (true ends the wait
-  // with the old service's Aborted), e.g. when SIGTERM says the launcher or
-  // the scheduler is stopping this task (mirrored-worker then exits 143).
-  // Empty: never.
+  // Checked while registering (true cancels the call: Cancelled), while a
+  // restarted task waits out the failed generation (true ends the wait
+  // with the old service's Aborted), and while this process waits for the
+  // task's previous process on this host to end (true ends it: Cancelled),
+  // e.g. when SIGTERM says the launcher or the scheduler is stopping this
+  // task (mirrored-worker then exits 143). Empty: never.
   std::function<bool()> stop_waiting;
   int64_t rpc_timeout_ms = 10000;           // calls that do not wait (set, heartbeat)
   int64_t shutdown_timeout_ms = 60 * 1000;  // exit barrier
@@ -96,12 +97,21 @@ class CoordinationAgent {
   void SetErrorCallback(ErrorCallback callback);
 
   // Registers, waits for every task, and returns once the service holds this
-  // task's error poll (so its death is noticed at once). Errors: FailedPrecondition (not
-  // kDisconnected); DeadlineExceeded (the service named the missing tasks,
-  // or it was unreachable for registration_timeout_ms); Unauthenticated;
-  // InvalidArgument (unknown task name); Aborted (the job already failed;
-  // a restarted task instead waits, see `restarted`, and ends with
-  // DeadlineExceeded naming the failed generation).
+  // task's error poll (so its death is noticed at once). A first-run process
+  // claiming a task whose process on this host still runs (the service says
+  // kPreviousProcessStillRunning) registers again, with backoff, until that
+  // process ends (then Aborted: the task failed) or the service refuses the
+  // claim. Errors: FailedPrecondition (not kDisconnected); DeadlineExceeded
+  // (the service named the missing tasks, or it was unreachable for
+  // registration_timeout_ms); Unauthenticated; InvalidArgument (unknown task
+  // name, a cluster other than the chief's, or a second process claiming a
+  // running task: from another host at once, from this host once the task's
+  // process kept running a heartbeat timeout); Aborted (the job already
+  // failed; a restarted task instead waits, see `restarted`, and ends with
+  // DeadlineExceeded naming the failed generation); Cancelled
+  // (`stop_waiting` said so, or the agent is being destroyed); Unavailable
+  // (the service stopped, or the error poll did not open within
+  // rpc_timeout_ms).
   Status Connect();
   // Valid after a successful Connect().
   const ClusterView& cluster_view() const { return view_; }
