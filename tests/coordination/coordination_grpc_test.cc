@@ -349,6 +349,46 @@ TEST_F(CoordinationGrpcTest, ASecondProcessOnTheSameHostWaitsForTheOldOneToEnd) 
   EXPECT_NE(s.message().find("task worker:0 failed"), std::string::npos) << s;
 }
 
+// Two second processes of a running task on its host at once (a step
+// started three times): each is refused after its own wait. With one
+// waiting slot per task they restarted each other's wait and, at their
+// registration deadline, returned the service's "wait" answer (Unavailable,
+// exit 1) instead of a refusal.
+TEST_F(CoordinationGrpcTest, TwoSecondProcessesOfARunningTaskOnTheSameHostAreBothRefused) {
+  StartService(2);
+  auto agents = ConnectAll(2);
+  CoordinationAgentOptions o = AgentOptions("worker:0");
+  o.registration_timeout_ms = 4000;
+  CoordinationAgent second(o), third(o);
+  auto second_connected = std::async(std::launch::async, [&] { return second.Connect(); });
+  auto third_connected = std::async(std::launch::async, [&] { return third.Connect(); });
+  for (Status s : {second_connected.get(), third_connected.get()}) {
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(s.message().find("this second process claiming it"), std::string::npos) << s;
+  }
+  EXPECT_FALSE(service_->job_error().has_value()) << service_->job_error()->message();
+}
+
+// A registration timeout shorter than the service's wait (--registration-
+// timeout under --heartbeat-timeout): at its deadline the newcomer is
+// refused saying so, not with the service's "waits up to 5000 ms" answer.
+TEST_F(CoordinationGrpcTest, ASecondProcessWhoseRegistrationTimeoutEndsItsWaitIsRefused) {
+  service_heartbeat_timeout_ms_ = 5000;
+  StartService(2);
+  auto agents = ConnectAll(2);
+  CoordinationAgentOptions o = AgentOptions("worker:0");
+  o.registration_timeout_ms = 500;
+  CoordinationAgent second(o);
+  const Status s = second.Connect();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("task worker:0 is still running: its process on this host did not end within this "
+                             "second process's registration timeout (500 ms)"),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(s.message().find("waits up to"), std::string::npos) << s;
+  EXPECT_FALSE(service_->job_error().has_value()) << service_->job_error()->message();
+}
+
 // A launcher restarts its task while the chief of the generation that failed
 // still serves: the restarted task is told the job failed, keeps
 // registering, and joins the chief's next service on the same address.

@@ -39,6 +39,43 @@ class CoordinationServiceTest : public ::testing::Test {
     return views;
   }
 
+  // chief:0 (10.0.0.1, incarnation 1) and worker:0 (10.0.0.2, incarnation
+  // 2) registered, worker:0's error poll open: a running job.
+  std::unique_ptr<CoordinationService> RunningJob() {
+    auto s = Make({"chief:0", "worker:0"});
+    std::vector<std::optional<StatusOr<RegisteredView>>> views(2);
+    s->RegisterTaskAsync({.task = "chief:0", .incarnation = 1, .device_count = 1, .peer = "ipv4:10.0.0.1:40000"},
+                         [&](const auto& v) { views[0] = v; });
+    s->RegisterTaskAsync({.task = "worker:0", .incarnation = 2, .device_count = 1, .peer = "ipv4:10.0.0.2:40001"},
+                         [&](const auto& v) { views[1] = v; });
+    EXPECT_TRUE(views[0] && views[0]->ok() && views[1] && views[1]->ok());
+    s->PollForErrorAsync("worker:0", 2, [](const Status&) {});
+    return s;
+  }
+
+  // A process registering as worker:0 from its host (10.0.0.2), not
+  // restarted by a launcher: the service's answer.
+  static Status ClaimWorker0(CoordinationService& s, uint64_t incarnation) {
+    std::optional<StatusOr<RegisteredView>> answer;
+    s.RegisterTaskAsync(
+        {.task = "worker:0", .incarnation = incarnation, .device_count = 1, .peer = "ipv4:10.0.0.2:40003"},
+        [&](const auto& v) { answer = v; });
+    EXPECT_TRUE(answer.has_value());
+    return answer ? answer->status() : InternalError("no answer");
+  }
+
+  // `ms` pass on the fake clock while both tasks of RunningJob heartbeat.
+  void Pass(CoordinationService& s, int64_t ms) {
+    now_ += ms;
+    EXPECT_TRUE(s.Heartbeat("chief:0", 1).ok());
+    EXPECT_TRUE(s.Heartbeat("worker:0", 2).ok());
+  }
+
+  static bool ToldToWait(const Status& s) {
+    return s.code() == StatusCode::kUnavailable &&
+           s.message().find(kPreviousProcessStillRunning) != std::string::npos;
+  }
+
   std::atomic<int64_t> now_{0};
   int ids_made_ = 0;
 };
@@ -302,6 +339,59 @@ TEST_F(CoordinationServiceTest, ASecondProcessClaimingARunningTaskFromAnotherHos
   EXPECT_EQ(restarted->status().code(), StatusCode::kAborted) << restarted->status();
   EXPECT_NE(restarted->status().message().find("restarted with a new incarnation"), std::string::npos)
       << restarted->status();
+}
+
+// Two second processes of a running task from its host (a step started
+// three times) asking in turn: each waits one heartbeat timeout (1000 ms
+// here) from its own first answer, then is refused (exit 2). With one
+// waiting slot per task they restarted each other's wait, were told to wait
+// until their registration timeout, and exited 1 with the "wait" message.
+TEST_F(CoordinationServiceTest, TwoSecondProcessesOfARunningTaskEachWaitTheirOwnHeartbeatTimeout) {
+  auto s = RunningJob();
+  EXPECT_TRUE(ToldToWait(ClaimWorker0(*s, 3)));
+  Pass(*s, 300);
+  EXPECT_TRUE(ToldToWait(ClaimWorker0(*s, 4)));
+  Pass(*s, 300);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(ToldToWait(ClaimWorker0(*s, 3)));
+    EXPECT_TRUE(ToldToWait(ClaimWorker0(*s, 4)));
+    Pass(*s, 300);
+  }
+  // 1200 ms after 3's first answer, 900 ms after 4's.
+  const Status refused = ClaimWorker0(*s, 3);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused;
+  EXPECT_NE(refused.message().find("kept heartbeating and stayed connected for the 1200 ms this second process "
+                                   "waited"),
+            std::string::npos)
+      << refused;
+  EXPECT_TRUE(ToldToWait(ClaimWorker0(*s, 4)));
+  Pass(*s, 300);
+  EXPECT_EQ(ClaimWorker0(*s, 4).code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(s->job_error().has_value());
+  EXPECT_EQ(s->task_state("worker:0"), TaskState::kConnected);
+}
+
+// The processes waiting for one task are bounded: past 16, a newcomer is
+// refused at once; one that stopped asking (10 s) is forgotten, freeing its
+// place, and a refused one is forgotten too (asking again, it waits anew).
+TEST_F(CoordinationServiceTest, TheProcessesWaitingForATaskAreBounded) {
+  auto s = RunningJob();
+  for (uint64_t incarnation = 100; incarnation < 116; ++incarnation) {
+    EXPECT_TRUE(ToldToWait(ClaimWorker0(*s, incarnation))) << incarnation;
+  }
+  const Status seventeenth = ClaimWorker0(*s, 116);
+  EXPECT_EQ(seventeenth.code(), StatusCode::kInvalidArgument) << seventeenth;
+  EXPECT_NE(seventeenth.message().find("16 other processes claiming it already wait for it to end"),
+            std::string::npos)
+      << seventeenth;
+  Pass(*s, 1000);
+  EXPECT_EQ(ClaimWorker0(*s, 100).code(), StatusCode::kInvalidArgument);  // its wait is over
+  EXPECT_TRUE(ToldToWait(ClaimWorker0(*s, 116)));                        // in 100's place
+  EXPECT_EQ(ClaimWorker0(*s, 117).code(), StatusCode::kInvalidArgument);
+  for (int i = 0; i < 21; ++i) Pass(*s, 500);  // the waiting ones went away
+  EXPECT_TRUE(ToldToWait(ClaimWorker0(*s, 117)));
+  EXPECT_TRUE(ToldToWait(ClaimWorker0(*s, 100)));
+  EXPECT_FALSE(s->job_error().has_value());
 }
 
 // Before the job forms, where the cluster lists the task's IP: the process

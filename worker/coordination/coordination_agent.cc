@@ -187,6 +187,18 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
                                  " only answered for the generation that failed (" +
                                  failed_generation->message() + "); was the chief's task restarted?");
   };
+  // Told to wait for the task's previous process, which outlived this
+  // process's registration deadline (a registration timeout shorter than
+  // the service's wait): refused, as the service would refuse it, and never
+  // with the service's "waits up to ..." answer.
+  auto claim_wait_ran_out = [&] {
+    return InvalidArgumentError(
+        "task " + options_.task_name + " is still running: its process on this host did not end within this "
+        "second process's registration timeout (" + std::to_string(options_.registration_timeout_ms) +
+        " ms), spent waiting for it; this second process claiming it is refused: every process of a job needs its "
+        "own task (stop the other process running it, another launcher's or job's, or check TF_CONFIG's \"task\" "
+        "here)");
+  };
   while (true) {
     const int64_t left_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Now()).count();
@@ -200,6 +212,7 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
     // away under the call (the old chief exiting; the agent's own stop is
     // checked below).
     const StatusCode code = resp.status().code();
+    if (claim_waiting && code == StatusCode::kDeadlineExceeded && Now() >= deadline) return claim_wait_ran_out();
     if (code == StatusCode::kUnavailable &&
         resp.status().message().find(kPreviousProcessStillRunning) != std::string_view::npos) {
       // The task's earlier process on this host may be stopping: the
@@ -211,7 +224,7 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
       if (!WaitBeforeRegisteringAgain(deadline, pause)) {
         return CancelledError("task " + options_.task_name + ": stopped while registering");
       }
-      if (Now() >= deadline) return resp;
+      if (Now() >= deadline) return claim_wait_ran_out();
       if (options_.stop_waiting && options_.stop_waiting()) {
         return CancelledError("task " + options_.task_name + ": stopped by a signal while waiting for its previous "
                               "process to end");

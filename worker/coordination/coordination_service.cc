@@ -52,6 +52,13 @@ int64_t SteadyNowMs() {
       .count();
 }
 
+// A claimant told to wait registers again within a second or so (the
+// agent's backoff); one silent this long has gone and is forgotten.
+constexpr int64_t kWaitingClaimForgottenAfterMs = 10000;
+// At most this many second processes wait for one task at a time; more are
+// refused at once (the task's host is starting it over and over).
+constexpr size_t kMaxWaitingClaims = 16;
+
 Status ServiceStopped() {
   return UnavailableError("coordination service stopped (the chief is shutting down)");
 }
@@ -239,9 +246,10 @@ void CoordinationService::RegisterTaskAsync(const Registration& registration, Re
       const bool other_host = !t.host.empty() && !host.empty() && t.host != host;
       const bool same_host_claim = !other_host && !restarted && polling;
       const std::string from = host.empty() ? "?" : host;
-      if (!alive || !same_host_claim || t.waiting_claim_incarnation != incarnation) {
-        t.waiting_claim_incarnation = 0;  // a newcomer's wait starts with its first answer
-      }
+      const int64_t now = options_.now_ms();
+      std::erase_if(t.waiting_claims, [&](const auto& claim) {
+        return now - claim.second.last_asked_ms > kWaitingClaimForgottenAfterMs;
+      });
       if (t.incarnation == incarnation) {
         answer = *view_;  // a retried Register of the same process
         answer->task_index = index;
@@ -255,23 +263,32 @@ void CoordinationService::RegisterTaskAsync(const Registration& registration, Re
         // the task's process may be stopping (a Ctrl-C and an immediate
         // re-run), so the newcomer waits out one heartbeat timeout before
         // it is taken for a second process given the same task.
-        if (t.waiting_claim_incarnation == 0) {
-          t.waiting_claim_incarnation = incarnation;
-          t.waiting_claim_since_ms = options_.now_ms();
-        }
-        const int64_t waited_ms = options_.now_ms() - t.waiting_claim_since_ms;
-        if (waited_ms < options_.heartbeat_timeout_ms) {
-          immediate = UnavailableError(
-              "task " + task + ": " + std::string(kPreviousProcessStillRunning) + " (on " + from +
-              ", last heartbeat " + std::to_string(since_heartbeat) + " ms ago, still connected); this new process " +
-              "waits up to " + std::to_string(options_.heartbeat_timeout_ms) +
-              " ms for it to end before it is refused as a second process given the same task");
+        auto waiting = t.waiting_claims.find(incarnation);
+        if (waiting == t.waiting_claims.end() && t.waiting_claims.size() >= kMaxWaitingClaims) {
+          immediate = SecondClaimRefused(task,
+                                         "still running on " + from + ", and " + std::to_string(kMaxWaitingClaims) +
+                                             " other processes claiming it already wait for it to end",
+                                         from, /*same_host=*/true);
         } else {
-          immediate = SecondClaimRefused(
-              task,
-              "still running: its process on " + from + " kept heartbeating and stayed connected for the " +
-                  std::to_string(waited_ms) + " ms this second process waited",
-              from, /*same_host=*/true);
+          if (waiting == t.waiting_claims.end()) {
+            waiting = t.waiting_claims.emplace(incarnation, WaitingClaim{.first_told_ms = now}).first;
+          }
+          waiting->second.last_asked_ms = now;
+          const int64_t waited_ms = now - waiting->second.first_told_ms;
+          if (waited_ms < options_.heartbeat_timeout_ms) {
+            immediate = UnavailableError(
+                "task " + task + ": " + std::string(kPreviousProcessStillRunning) + " (on " + from +
+                ", last heartbeat " + std::to_string(since_heartbeat) + " ms ago, still connected); this new " +
+                "process waits up to " + std::to_string(options_.heartbeat_timeout_ms) +
+                " ms for it to end before it is refused as a second process given the same task");
+          } else {
+            t.waiting_claims.erase(waiting);
+            immediate = SecondClaimRefused(
+                task,
+                "still running: its process on " + from + " kept heartbeating and stayed connected for the " +
+                    std::to_string(waited_ms) + " ms this second process waited",
+                from, /*same_host=*/true);
+          }
         }
       } else {
         FailTaskLocked(index,

@@ -115,7 +115,9 @@ class CoordinationService {
   // kPreviousProcessStillRunning (the agent retries: the old process may be
   // stopping, as after a Ctrl-C and an immediate re-run), and refused
   // (InvalidArgument) only once the old process stayed alive for
-  // heartbeat_timeout_ms after that first answer. A task whose cluster
+  // heartbeat_timeout_ms after that newcomer's own first answer (each
+  // newcomer waits on its own; past 16 waiting at once, one is refused at
+  // once). A task whose cluster
   // differs from the chief's fails registration for every task
   // (InvalidArgument).
   struct Registration {
@@ -216,6 +218,10 @@ class CoordinationService {
   const CoordinationServiceOptions& options() const { return options_; }
 
  private:
+  struct WaitingClaim {
+    int64_t first_told_ms = 0;  // when it was first told to wait
+    int64_t last_asked_ms = 0;  // its latest registration
+  };
   struct Task {
     std::string name;
     TaskState state = TaskState::kUnregistered;
@@ -226,10 +232,11 @@ class CoordinationService {
     int64_t progress_ms = 0;     // when `collectives` last changed
     std::string host;  // the registered process's (PeerHost), "" when unknown
     bool told_failure = false;  // a registration of it was answered with the job or registration error
-    // A second process from the task's own host, not a launcher's restart,
-    // told to wait while this one is alive: the first such answer's time.
-    uint64_t waiting_claim_incarnation = 0;
-    int64_t waiting_claim_since_ms = 0;
+    // Second processes from the task's own host, not a launcher's restart,
+    // told to wait while this one is alive, by their incarnation: each one's
+    // wait is its own (two duplicates asking in turn do not restart each
+    // other's). Forgotten once refused, or once it stops asking.
+    std::map<uint64_t, WaitingClaim> waiting_claims;
   };
   struct Poll {
     int task_index;
