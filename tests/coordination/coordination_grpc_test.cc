@@ -330,19 +330,16 @@ TEST_F(CoordinationGrpcTest, ASecondProcessOfARunningTaskOnTheSameHostIsRefusedA
 
 // The same, but the task's process ends while the newcomer waits (a Ctrl-C
 // and an immediate re-run): the newcomer is not refused as a second process;
-// it learns what any task would, that worker:0's process is gone.
+// it learns what any task would, that worker:0's process is gone. (The
+// service's wait is long here, so that a loaded machine cannot end it first.)
 TEST_F(CoordinationGrpcTest, ASecondProcessOnTheSameHostWaitsForTheOldOneToEnd) {
+  service_heartbeat_timeout_ms_ = 5000;
   StartService(2);
   auto agents = ConnectAll(2);
-  std::atomic<bool> told_to_wait{false};
-  CoordinationAgentOptions o = AgentOptions("worker:0");
-  o.stop_waiting = [&] {  // asked between registrations only after a "wait" answer
-    told_to_wait = true;
-    return false;
-  };
-  CoordinationAgent second(o);
+  CoordinationAgent second(AgentOptions("worker:0"));
   auto connected = std::async(std::launch::async, [&] { return second.Connect(); });
-  ASSERT_TRUE(WaitFor([&] { return told_to_wait.load(); }, std::chrono::seconds(5)));
+  // The service told it to wait: only then does worker:0's process end.
+  ASSERT_TRUE(WaitFor([&] { return service_->waiting_claims("worker:0") == 1; }, std::chrono::seconds(5)));
   agents[1].reset();  // worker:0's process ends without its exit barrier
   const Status s = connected.get();
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;

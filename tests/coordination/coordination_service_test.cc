@@ -357,6 +357,7 @@ TEST_F(CoordinationServiceTest, TwoSecondProcessesOfARunningTaskEachWaitTheirOwn
     EXPECT_TRUE(ToldToWait(ClaimWorker0(*s, 4)));
     Pass(*s, 300);
   }
+  EXPECT_EQ(s->waiting_claims("worker:0"), 2u);
   // 1200 ms after 3's first answer, 900 ms after 4's.
   const Status refused = ClaimWorker0(*s, 3);
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused;
@@ -365,8 +366,10 @@ TEST_F(CoordinationServiceTest, TwoSecondProcessesOfARunningTaskEachWaitTheirOwn
             std::string::npos)
       << refused;
   EXPECT_TRUE(ToldToWait(ClaimWorker0(*s, 4)));
+  EXPECT_EQ(s->waiting_claims("worker:0"), 1u);
   Pass(*s, 300);
   EXPECT_EQ(ClaimWorker0(*s, 4).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->waiting_claims("worker:0"), 0u);
   EXPECT_FALSE(s->job_error().has_value());
   EXPECT_EQ(s->task_state("worker:0"), TaskState::kConnected);
 }

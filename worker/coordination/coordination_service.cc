@@ -726,6 +726,12 @@ size_t CoordinationService::open_error_polls() const {
   return polls_.size();
 }
 
+size_t CoordinationService::waiting_claims(const std::string& task) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int index = IndexOf(task);
+  return index < 0 ? 0 : tasks_[index].waiting_claims.size();
+}
+
 std::optional<Status> CoordinationService::job_error() const {
   std::lock_guard<std::mutex> lock(mu_);
   return job_error_;

@@ -212,6 +212,10 @@ class CoordinationService {
 
   // Error polls now open: the tasks watched for connection loss.
   size_t open_error_polls() const;
+  // Second processes claiming `task` that were told to wait for its process
+  // to end (kPreviousProcessStillRunning) and are not refused or forgotten
+  // yet.
+  size_t waiting_claims(const std::string& task) const;
   // The first task failure, if any.
   std::optional<Status> job_error() const;
   TaskState task_state(const std::string& task) const;
