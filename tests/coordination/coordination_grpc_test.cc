@@ -386,6 +386,49 @@ TEST_F(CoordinationGrpcTest, ASecondProcessWhoseRegistrationTimeoutEndsItsWaitIs
   EXPECT_FALSE(service_->job_error().has_value()) << service_->job_error()->message();
 }
 
+// The job ends cleanly while a second process waits for the task's process
+// (a Ctrl-C stopping the job through its exit barrier, then an immediate
+// re-run): the newcomer exits 2 at once, saying the job has ended; the job's
+// own tasks pass their exit barrier. It failed the exit barrier (exit 3), or,
+// the chief gone, registered until its registration timeout (exit 4).
+TEST_F(CoordinationGrpcTest, ASecondProcessWaitingWhenTheJobEndsCleanlyIsToldItHasEnded) {
+  service_heartbeat_timeout_ms_ = 60000;  // the wait does not end by itself
+  StartService(2);
+  auto agents = ConnectAll(2);
+  CoordinationAgentOptions o = AgentOptions("worker:0");
+  o.registration_timeout_ms = 60000;
+  CoordinationAgent second(o);
+  auto connected = std::async(std::launch::async, [&] { return second.Connect(); });
+  ASSERT_TRUE(WaitFor([&] { return service_->waiting_claims("worker:0") == 1; }, std::chrono::seconds(5)));
+  for (const Status& s : OnAll(agents, [](CoordinationAgent& a) { return a.Shutdown(); })) {
+    EXPECT_TRUE(s.ok()) << s;
+  }
+  ASSERT_EQ(connected.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  const Status s = connected.get();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("the job that ran it has ended: its process on "), std::string::npos) << s;
+}
+
+// The same with the chief's service gone while the newcomer waits: it
+// stops within a heartbeat timeout of the service's silence (1 s here), at
+// most one registration after, not at its registration timeout (exit 4).
+TEST_F(CoordinationGrpcTest, ASecondProcessWaitingWhenTheServiceGoesAwayIsToldTheJobHasEnded) {
+  service_heartbeat_timeout_ms_ = 60000;
+  StartService(2);
+  auto agents = ConnectAll(2);
+  CoordinationAgentOptions o = AgentOptions("worker:0");
+  o.registration_timeout_ms = 60000;
+  CoordinationAgent second(o);
+  auto connected = std::async(std::launch::async, [&] { return second.Connect(); });
+  ASSERT_TRUE(WaitFor([&] { return service_->waiting_claims("worker:0") == 1; }, std::chrono::seconds(5)));
+  server_->Stop(0);
+  server_.reset();
+  ASSERT_EQ(connected.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  const Status s = connected.get();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("the job that ran it has ended"), std::string::npos) << s;
+}
+
 // A launcher restarts its task while the chief of the generation that failed
 // still serves: the restarted task is told the job failed, keeps
 // registering, and joins the chief's next service on the same address.

@@ -397,6 +397,44 @@ TEST_F(CoordinationServiceTest, TheProcessesWaitingForATaskAreBounded) {
   EXPECT_FALSE(s->job_error().has_value());
 }
 
+// The job ends cleanly while a second process waits for the task's process
+// (a Ctrl-C stops the job after a step, through its exit barrier): the
+// newcomer is told the job has ended (exit 2), and the exit barrier still
+// passes. Taken for a restart, it failed the job in its exit barrier (exit
+// 3 everywhere); asking after the service stopped, it was told only
+// "stopped" and registered until its deadline (exit 4).
+TEST_F(CoordinationServiceTest, ASecondProcessWaitingWhenTheJobEndsIsToldItHasEnded) {
+  auto s = RunningJob();
+  EXPECT_TRUE(ToldToWait(ClaimWorker0(*s, 3)));
+  std::optional<Status> worker_exit, chief_exit;
+  s->ShutdownTaskAsync("worker:0", 2, [&](const Status& st) { worker_exit = st; });
+  const Status ending = ClaimWorker0(*s, 3);
+  EXPECT_EQ(ending.code(), StatusCode::kInvalidArgument) << ending;
+  EXPECT_NE(ending.message().find("task worker:0: the job that ran it has ended: its process on 10.0.0.2 reached "
+                                  "the exit barrier (the job finished, or stopped on a signal), while this second "
+                                  "process waited for the task's process to end; this process claiming it, from "
+                                  "10.0.0.2, has no job to join"),
+            std::string::npos)
+      << ending;
+  s->ShutdownTaskAsync("chief:0", 1, [&](const Status& st) { chief_exit = st; });
+  ASSERT_TRUE(worker_exit && chief_exit);
+  EXPECT_TRUE(worker_exit->ok()) << *worker_exit;
+  EXPECT_TRUE(chief_exit->ok()) << *chief_exit;
+  EXPECT_FALSE(s->job_error().has_value());
+  EXPECT_EQ(ClaimWorker0(*s, 4).code(), StatusCode::kInvalidArgument);  // after it, too
+
+  auto stopping = RunningJob();
+  EXPECT_TRUE(ToldToWait(ClaimWorker0(*stopping, 3)));
+  stopping->Stop();
+  const Status stopped = ClaimWorker0(*stopping, 3);
+  EXPECT_EQ(stopped.code(), StatusCode::kInvalidArgument) << stopped;
+  EXPECT_NE(stopped.message().find("the job that ran it has ended: its coordination service stopped (the chief is "
+                                   "shutting down), while this second process waited"),
+            std::string::npos)
+      << stopped;
+  EXPECT_EQ(ClaimWorker0(*stopping, 4).code(), StatusCode::kUnavailable);  // never told to wait: as before
+}
+
 // Before the job forms, where the cluster lists the task's IP: the process
 // registered from that IP is the task, a second one from elsewhere is
 // refused and the first still joins. Where it lists a name, the newcomer

@@ -199,11 +199,25 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
         "own task (stop the other process running it, another launcher's or job's, or check TF_CONFIG's \"task\" "
         "here)");
   };
+  // Told to wait, then the service went away (the job ended, or its chief
+  // did): no service of that job will take this process, nor one its
+  // launcher restarts (InvalidArgument: exit 2, not retried).
+  auto service_gone_while_claim_waiting = [&](const Status& cause) {
+    return InvalidArgumentError("task " + options_.task_name + ": " + ServiceName() + " stopped answering (" +
+                                cause.ToString() +
+                                ") while this second process waited for the task's process on this host to end: the "
+                                "job that ran it has ended, or its chief is gone; this process has no job to join "
+                                "(run the job again, every task of it, to go on)");
+  };
   while (true) {
     const int64_t left_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Now()).count();
+    // Once it said "wait", the service answers every registration at once:
+    // silent for a heartbeat timeout, it is gone (a call to a server gone
+    // would wait for it until the deadline).
+    const int64_t call_ms = claim_waiting ? std::min(left_ms, options_.heartbeat_timeout_ms) : left_ms;
     bool stopped = false;
-    StatusOr<rpc::RegisterResponse> resp = RegisterUnlessStopped(req, std::max<int64_t>(left_ms, 1), &stopped);
+    StatusOr<rpc::RegisterResponse> resp = RegisterUnlessStopped(req, std::max<int64_t>(call_ms, 1), &stopped);
     if (stopped) {
       if (!failed_generation) return resp;
       return AbortedError(failed_generation->message() + " (stopped while waiting for the next generation)");
@@ -212,9 +226,17 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
     // away under the call (the old chief exiting; the agent's own stop is
     // checked below).
     const StatusCode code = resp.status().code();
-    if (claim_waiting && code == StatusCode::kDeadlineExceeded && Now() >= deadline) return claim_wait_ran_out();
-    if (code == StatusCode::kUnavailable &&
-        resp.status().message().find(kPreviousProcessStillRunning) != std::string_view::npos) {
+    const bool told_to_wait = code == StatusCode::kUnavailable &&
+                              resp.status().message().find(kPreviousProcessStillRunning) != std::string_view::npos;
+    if (claim_waiting && !told_to_wait &&
+        (code == StatusCode::kUnavailable || code == StatusCode::kCancelled || code == StatusCode::kDeadlineExceeded)) {
+      if (code == StatusCode::kDeadlineExceeded && Now() >= deadline) return claim_wait_ran_out();
+      if (!WaitBeforeRegisteringAgain(deadline, std::chrono::milliseconds(0))) {
+        return CancelledError("task " + options_.task_name + ": stopped while registering");  // its own cancel
+      }
+      return service_gone_while_claim_waiting(resp.status());
+    }
+    if (told_to_wait) {
       // The task's earlier process on this host may be stopping: the
       // service answers so until it ends, or refuses this one for good.
       if (!claim_waiting) {

@@ -106,7 +106,9 @@ class CoordinationAgent {
   // registration_timeout_ms); Unauthenticated; InvalidArgument (unknown task
   // name, a cluster other than the chief's, or a second process claiming a
   // running task: from another host at once, from this host once the task's
-  // process kept running a heartbeat timeout); Aborted (the job already
+  // process kept running a heartbeat timeout, or registration_timeout_ms if
+  // shorter, or once the job ended or its service went silent for
+  // heartbeat_timeout_ms while it waited); Aborted (the job already
   // failed; a restarted task instead waits, see `restarted`, and ends with
   // DeadlineExceeded naming the failed generation); Cancelled
   // (`stop_waiting` said so, or the agent is being destroyed); Unavailable

@@ -40,6 +40,17 @@ Status SecondClaimRefused(const std::string& task, const std::string& holder, co
                               ", is refused: every process of a job needs its own task (" + advice + ")");
 }
 
+// A process claiming a task of a job that has ended (`how`), not a
+// launcher's restart: no service of that job will take it, nor will a
+// restart by its own launcher find one (InvalidArgument: exit 2, not
+// retried). `waited`: it had been told to wait for the task's process.
+Status ClaimOnAnEndedJob(const std::string& task, const std::string& how, const std::string& host, bool waited) {
+  return InvalidArgumentError("task " + task + ": the job that ran it has ended: " + how +
+                              (waited ? ", while this second process waited for the task's process to end" : "") +
+                              "; this process claiming it, from " + host +
+                              ", has no job to join (run the job again, every task of it, to go on)");
+}
+
 bool IsIpLiteral(const std::string& host) {
   in6_addr v6{};
   in_addr v4{};
@@ -192,7 +203,14 @@ void CoordinationService::RegisterTaskAsync(const Registration& registration, Re
   {
     std::lock_guard<std::mutex> lock(mu_);
     const int index = IndexOf(task);
-    if (stopped_) {
+    if (stopped_ && index >= 0 && tasks_[index].waiting_claims.count(incarnation) > 0) {
+      // It was waiting for the task's process to end: what became of it
+      // (failed, as told to every task; or the job is over), not a bare
+      // "stopped" that would leave it registering until its deadline.
+      immediate = job_error_ ? *job_error_
+                             : ClaimOnAnEndedJob(task, "its coordination service stopped (the chief is shutting down)",
+                                                 host.empty() ? "?" : host, /*waited=*/true);
+    } else if (stopped_) {
       immediate = ServiceStopped();
     } else if (!view_ && !registration_error_ && !cluster.empty() && !options_.cluster.empty() &&
                cluster != options_.cluster) {
@@ -253,6 +271,16 @@ void CoordinationService::RegisterTaskAsync(const Registration& registration, Re
       if (t.incarnation == incarnation) {
         answer = *view_;  // a retried Register of the same process
         answer->task_index = index;
+      } else if (!restarted && (t.state == TaskState::kShuttingDown || t.state == TaskState::kShutdown)) {
+        // The task's process is in the exit barrier, or past it: the job is
+        // ending cleanly (it finished, or stopped after a step on SIGTERM).
+        // A process that no launcher restarted has no part in it, and taken
+        // for a restart it would fail the job in its exit barrier.
+        const bool waited = t.waiting_claims.erase(incarnation) > 0;
+        immediate = ClaimOnAnEndedJob(task,
+                                      "its process on " + (t.host.empty() ? "?" : t.host) +
+                                          " reached the exit barrier (the job finished, or stopped on a signal)",
+                                      from, waited);
       } else if (alive && other_host) {
         immediate = SecondClaimRefused(task,
                                        "already running, registered from " + t.host + " (its last heartbeat " +

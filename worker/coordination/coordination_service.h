@@ -117,9 +117,12 @@ class CoordinationService {
   // (InvalidArgument) only once the old process stayed alive for
   // heartbeat_timeout_ms after that newcomer's own first answer (each
   // newcomer waits on its own; past 16 waiting at once, one is refused at
-  // once). A task whose cluster
-  // differs from the chief's fails registration for every task
-  // (InvalidArgument).
+  // once). A claim that is not a launcher's restart on a task in or past
+  // its exit barrier, or after Stop() from a newcomer told to wait, is
+  // refused (InvalidArgument: the job that ran the task has ended; or, after
+  // Stop(), the job error if the job failed), and the exit barrier goes on.
+  // A task whose cluster differs from the chief's fails registration for
+  // every task (InvalidArgument).
   struct Registration {
     std::string task = {};     // "worker:1"
     uint64_t incarnation = 0;  // this process's, new on every start
