@@ -11,7 +11,7 @@
 
 #include "common/logging.h"
 #include "common/seconds_text.h"
-#include "worker/coordination/coordination_service.h"
+#include "worker/coordination/task_claim.h"
 #include "worker/coordination/task_failure.h"
 
 namespace mirrored::coordination {

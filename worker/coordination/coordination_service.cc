@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "common/seconds_text.h"
 #include "worker/coordination/nccl_unique_id.h"
+#include "worker/coordination/task_claim.h"
 
 namespace mirrored::coordination {
 namespace {
@@ -29,28 +30,6 @@ std::string Unbracketed(const std::string& host) {
   return host;
 }
 
-// Two processes given the same task: the newcomer, from `host`, is refused
-// (InvalidArgument: exit 2); `holder` says why the first one is the task.
-Status SecondClaimRefused(const std::string& task, const std::string& holder, const std::string& host,
-                          bool same_host = false) {
-  const std::string advice = same_host ? "stop the other process running it on " + host +
-                                             ", another launcher's or job's, or check TF_CONFIG's \"task\" there"
-                                       : "check TF_CONFIG's \"task\" on " + host;
-  return InvalidArgumentError("task " + task + " is " + holder + "; this second process claiming it, from " + host +
-                              ", is refused: every process of a job needs its own task (" + advice + ")");
-}
-
-// A process claiming a task of a job that has ended (`how`), not a
-// launcher's restart: no service of that job will take it, nor will a
-// restart by its own launcher find one (InvalidArgument: exit 2, not
-// retried). `waited`: it had been told to wait for the task's process.
-Status ClaimOnAnEndedJob(const std::string& task, const std::string& how, const std::string& host, bool waited) {
-  return InvalidArgumentError("task " + task + ": the job that ran it has ended: " + how +
-                              (waited ? ", while this second process waited for the task's process to end" : "") +
-                              "; this process claiming it, from " + host +
-                              ", has no job to join (run the job again, every task of it, to go on)");
-}
-
 bool IsIpLiteral(const std::string& host) {
   in6_addr v6{};
   in_addr v4{};
@@ -66,26 +45,11 @@ int64_t SteadyNowMs() {
 // A claimant told to wait registers again within a second or so (the
 // agent's backoff); one silent this long has gone and is forgotten.
 constexpr int64_t kWaitingClaimForgottenAfterMs = 10000;
-// At most this many second processes wait for one task at a time; more are
-// refused at once (the task's host is starting it over and over).
-constexpr size_t kMaxWaitingClaims = 16;
-
 Status ServiceStopped() {
   return UnavailableError("coordination service stopped (the chief is shutting down)");
 }
 
 }  // namespace
-
-std::string_view TaskStateName(TaskState state) {
-  switch (state) {
-    case TaskState::kUnregistered: return "unregistered";
-    case TaskState::kConnected: return "connected";
-    case TaskState::kFailed: return "failed";
-    case TaskState::kShuttingDown: return "in exit barrier";
-    case TaskState::kShutdown: return "shut down";
-  }
-  return "?";
-}
 
 StatusOr<std::unique_ptr<CoordinationService>> CoordinationService::Create(
     CoordinationServiceOptions options) {
@@ -214,21 +178,7 @@ void CoordinationService::RegisterTaskAsync(const Registration& registration, Re
       immediate = ServiceStopped();
     } else if (!view_ && !registration_error_ && !cluster.empty() && !options_.cluster.empty() &&
                cluster != options_.cluster) {
-      // Tasks started from different TF_CONFIG clusters would wait for
-      // tasks the chief never expects (or meet collectives of another size):
-      // a configuration error for every task, at once.
-      registration_error_ = InvalidArgumentError(
-          "task " + task + " was started with another cluster than the chief's: its TF_CONFIG lists the training "
-          "tasks [" + cluster + "], the chief's [" + options_.cluster +
-          "]; every task of a job needs the same \"cluster\" (only \"task\" differs)");
-      for (auto& [pending_index, pending_done] : pending_registrations_) {
-        tasks_[pending_index].told_failure = true;
-        deferred.push_back([d = std::move(pending_done), e = *registration_error_] { d(e); });
-      }
-      pending_registrations_.clear();
-      if (index >= 0) tasks_[index].told_failure = true;
-      told_cv_.notify_all();
-      immediate = *registration_error_;
+      immediate = RefuseOtherClusterLocked(task, cluster, index, &deferred);
     } else if (index < 0) {
       int dummy;
       immediate = CheckCallerLocked(task, incarnation, &dummy);
@@ -244,123 +194,46 @@ void CoordinationService::RegisterTaskAsync(const Registration& registration, Re
       immediate = *registration_error_;
       tasks_[index].told_failure = true;
       told_cv_.notify_all();
-    } else if (view_) {
+    } else {
       Task& t = tasks_[index];
-      // Alive by every sign (a heartbeat within the last 2 s, the usual
-      // interval being 1 s) and on another host than this caller: not a
-      // restart (whose old process is dead) but two processes given the
-      // same task. Only the newcomer is refused; the job goes on.
-      const int64_t since_heartbeat = options_.now_ms() - t.last_heartbeat_ms;
-      const bool alive = t.state == TaskState::kConnected &&
-                         since_heartbeat < std::min<int64_t>(2000, options_.heartbeat_timeout_ms);
-      // From the same host, a fast restart looks the same, unless the
-      // newcomer says it is none (no launcher restarted it) while the old
-      // process still holds its error poll open (its connection is up: a
-      // process that died had it cancelled at once).
-      bool polling = false;
-      for (const auto& [id, poll] : polls_) {
-        polling = polling || (poll.task_index == index && poll.incarnation == t.incarnation);
-      }
-      const bool other_host = !t.host.empty() && !host.empty() && t.host != host;
-      const bool same_host_claim = !other_host && !restarted && polling;
-      const std::string from = host.empty() ? "?" : host;
       const int64_t now = options_.now_ms();
       std::erase_if(t.waiting_claims, [&](const auto& claim) {
         return now - claim.second.last_asked_ms > kWaitingClaimForgottenAfterMs;
       });
-      if (t.incarnation == incarnation) {
-        answer = *view_;  // a retried Register of the same process
-        answer->task_index = index;
-      } else if (!restarted && (t.state == TaskState::kShuttingDown || t.state == TaskState::kShutdown)) {
-        // The task's process is in the exit barrier, or past it: the job is
-        // ending cleanly (it finished, or stopped after a step on SIGTERM).
-        // A process that no launcher restarted has no part in it, and taken
-        // for a restart it would fail the job in its exit barrier.
-        const bool waited = t.waiting_claims.erase(incarnation) > 0;
-        immediate = ClaimOnAnEndedJob(task,
-                                      "its process on " + (t.host.empty() ? "?" : t.host) +
-                                          " reached the exit barrier (the job finished, or stopped on a signal)",
-                                      from, waited);
-      } else if (alive && other_host) {
-        immediate = SecondClaimRefused(task,
-                                       "already running, registered from " + t.host + " (its last heartbeat " +
-                                           std::to_string(since_heartbeat) + " ms ago)",
-                                       from);
-      } else if (alive && same_host_claim) {
-        // Another process of this host, not started again by a launcher:
-        // the task's process may be stopping (a Ctrl-C and an immediate
-        // re-run), so the newcomer waits out one heartbeat timeout before
-        // it is taken for a second process given the same task.
-        auto waiting = t.waiting_claims.find(incarnation);
-        if (waiting == t.waiting_claims.end() && t.waiting_claims.size() >= kMaxWaitingClaims) {
-          immediate = SecondClaimRefused(task,
-                                         "still running on " + from + ", and " + std::to_string(kMaxWaitingClaims) +
-                                             " other processes claiming it already wait for it to end",
-                                         from, /*same_host=*/true);
-        } else {
-          if (waiting == t.waiting_claims.end()) {
-            waiting = t.waiting_claims.emplace(incarnation, WaitingClaim{.first_told_ms = now}).first;
-          }
-          waiting->second.last_asked_ms = now;
-          const int64_t waited_ms = now - waiting->second.first_told_ms;
-          if (waited_ms < options_.heartbeat_timeout_ms) {
-            immediate = UnavailableError(
-                "task " + task + ": " + std::string(kPreviousProcessStillRunning) + " (on " + from +
-                ", last heartbeat " + std::to_string(since_heartbeat) + " ms ago, still connected); this new " +
-                "process waits up to " + std::to_string(options_.heartbeat_timeout_ms) +
-                " ms for it to end before it is refused as a second process given the same task");
-          } else {
-            t.waiting_claims.erase(waiting);
-            immediate = SecondClaimRefused(
-                task,
-                "still running: its process on " + from + " kept heartbeating and stayed connected for the " +
-                    std::to_string(waited_ms) + " ms this second process waited",
-                from, /*same_host=*/true);
-          }
-        }
-      } else {
-        FailTaskLocked(index,
-                       "restarted with a new incarnation " + std::to_string(incarnation) +
-                           " (was " + std::to_string(t.incarnation) +
-                           "); the job must restart from its last checkpoint",
-                       &deferred);
-        immediate = *job_error_;
+      const auto waiting = t.waiting_claims.find(incarnation);
+      const ClaimVerdict verdict = JudgeTaskClaim(
+          ClaimedTaskLocked(index),
+          {.incarnation = incarnation,
+           .host = host,
+           .host_listed = ListedAt(index, host),
+           .restarted = restarted,
+           .told_to_wait_ms = waiting == t.waiting_claims.end() ? std::nullopt
+                                                                : std::optional(waiting->second.first_told_ms)},
+          {.job_formed = view_.has_value(), .heartbeat_timeout_ms = options_.heartbeat_timeout_ms}, now);
+      switch (verdict.kind) {
+        case ClaimVerdict::Kind::kSameProcess:
+          answer = *view_;  // a retried Register of the same process
+          answer->task_index = index;
+          break;
+        case ClaimVerdict::Kind::kWait:
+          t.waiting_claims[incarnation] = {.first_told_ms = verdict.first_told_to_wait_ms, .last_asked_ms = now};
+          immediate = verdict.answer;
+          break;
+        case ClaimVerdict::Kind::kRefuse:
+          t.waiting_claims.erase(incarnation);
+          immediate = verdict.answer;
+          break;
+        case ClaimVerdict::Kind::kRestart:
+          FailTaskLocked(index, verdict.failure, &deferred);
+          immediate = *job_error_;
+          break;
+        case ClaimVerdict::Kind::kReplace:
+          SupersedeRegistrationLocked(index, host, &deferred);
+          [[fallthrough]];
+        case ClaimVerdict::Kind::kRegister:
+          TakeTaskLocked(index, registration, host, std::move(done), &deferred);
+          break;
       }
-    } else if (Task& t = tasks_[index];
-               t.state == TaskState::kConnected && t.incarnation != incarnation && !host.empty() &&
-               ListedAt(index, t.host) && !ListedAt(index, host)) {
-      // Before the job forms there are no heartbeats to tell a live
-      // duplicate from a restart; but where the cluster lists the task's IP,
-      // the process registered from it is the task, and one from elsewhere
-      // is another host given the same task.
-      immediate = SecondClaimRefused(task, "already registered from " + t.host + ", its address in the cluster", host);
-    } else {
-      if (t.state == TaskState::kConnected && t.incarnation != incarnation) {
-        // Restarted before rendezvous finished: the new process replaces the
-        // old. (Where the cluster gives a name, not an IP, a live duplicate
-        // cannot be told from a restart: the replaced one names the
-        // newcomer's host, for two hosts given the same task.)
-        const std::string from = host.empty() ? "" : " from " + host;
-        for (auto it = pending_registrations_.begin(); it != pending_registrations_.end();) {
-          if (it->first == index) {
-            deferred.push_back([d = std::move(it->second), task, from] {
-              d(AbortedError("registration of task " + task + " superseded by a newer process claiming it" + from +
-                             " (a restart of this task, or another host given the same task in TF_CONFIG)"));
-            });
-            it = pending_registrations_.erase(it);
-          } else {
-            ++it;
-          }
-        }
-      }
-      t.state = TaskState::kConnected;
-      t.incarnation = incarnation;
-      t.device_count = device_count;
-      t.host = host;
-      pending_registrations_.emplace_back(index, std::move(done));
-      bool all = true;
-      for (const Task& other : tasks_) all = all && other.state == TaskState::kConnected;
-      if (all) CompleteRegistrationLocked(&deferred);
     }
   }
   Run(deferred);
@@ -369,6 +242,70 @@ void CoordinationService::RegisterTaskAsync(const Registration& registration, Re
   } else if (!immediate.ok()) {
     done(immediate);
   }
+}
+
+Status CoordinationService::RefuseOtherClusterLocked(const std::string& task, const std::string& cluster, int index,
+                                                     Deferred* deferred) {
+  // Tasks started from different TF_CONFIG clusters would wait for tasks
+  // the chief never expects (or meet collectives of another size): a
+  // configuration error for every task, at once.
+  registration_error_ = InvalidArgumentError(
+      "task " + task + " was started with another cluster than the chief's: its TF_CONFIG lists the training "
+      "tasks [" + cluster + "], the chief's [" + options_.cluster +
+      "]; every task of a job needs the same \"cluster\" (only \"task\" differs)");
+  for (auto& [pending_index, pending_done] : pending_registrations_) {
+    tasks_[pending_index].told_failure = true;
+    deferred->push_back([d = std::move(pending_done), e = *registration_error_] { d(e); });
+  }
+  pending_registrations_.clear();
+  if (index >= 0) tasks_[index].told_failure = true;
+  told_cv_.notify_all();
+  return *registration_error_;
+}
+
+ClaimedTask CoordinationService::ClaimedTaskLocked(int index) const {
+  const Task& t = tasks_[index];
+  bool polling = false;
+  for (const auto& [id, poll] : polls_) {
+    polling = polling || (poll.task_index == index && poll.incarnation == t.incarnation);
+  }
+  return {.name = t.name,
+          .state = t.state,
+          .incarnation = t.incarnation,
+          .host = t.host,
+          .host_listed = ListedAt(index, t.host),
+          .last_heartbeat_ms = t.last_heartbeat_ms,
+          .polling = polling,
+          .waiting_claims = t.waiting_claims.size()};
+}
+
+void CoordinationService::SupersedeRegistrationLocked(int index, const std::string& host, Deferred* deferred) {
+  const std::string task = tasks_[index].name;
+  const std::string from = host.empty() ? "" : " from " + host;
+  for (auto it = pending_registrations_.begin(); it != pending_registrations_.end();) {
+    if (it->first == index) {
+      deferred->push_back([d = std::move(it->second), task, from] {
+        d(AbortedError("registration of task " + task + " superseded by a newer process claiming it" + from +
+                       " (a restart of this task, or another host given the same task in TF_CONFIG)"));
+      });
+      it = pending_registrations_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void CoordinationService::TakeTaskLocked(int index, const Registration& registration, const std::string& host,
+                                         RegisterCallback done, Deferred* deferred) {
+  Task& t = tasks_[index];
+  t.state = TaskState::kConnected;
+  t.incarnation = registration.incarnation;
+  t.device_count = registration.device_count;
+  t.host = host;
+  pending_registrations_.emplace_back(index, std::move(done));
+  bool all = true;
+  for (const Task& other : tasks_) all = all && other.state == TaskState::kConnected;
+  if (all) CompleteRegistrationLocked(deferred);
 }
 
 bool CoordinationService::ListedAt(int index, const std::string& peer_host) const {

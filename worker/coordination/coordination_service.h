@@ -46,7 +46,9 @@
 #include "worker/coordination/barrier_table.h"
 #include "worker/coordination/cluster_view.h"
 #include "worker/coordination/key_value_store.h"
+#include "worker/coordination/task_claim.h"
 #include "worker/coordination/task_failure.h"
+#include "worker/coordination/task_state.h"
 
 namespace mirrored::coordination {
 
@@ -71,18 +73,10 @@ struct CoordinationServiceOptions {
   std::string cluster;
 };
 
-// In the message of Register's Unavailable answer to a second process of a
-// running task from its own host: the agent registers again until the
-// earlier process ends or the service refuses the claim for good.
-inline constexpr std::string_view kPreviousProcessStillRunning = "its previous process is still running";
-
 struct RegisteredView {
   ClusterView view;
   int task_index = -1;
 };
-
-enum class TaskState { kUnregistered, kConnected, kFailed, kShuttingDown, kShutdown };
-std::string_view TaskStateName(TaskState state);
 
 class CoordinationService {
  public:
@@ -261,6 +255,18 @@ class CoordinationService {
   // everything pending. Requires mu_.
   void FailTaskLocked(int index, std::string what, Deferred* deferred);
   void CompleteRegistrationLocked(Deferred* deferred);
+  // Registration's parts (RegisterTaskAsync). A task started with another
+  // cluster than the chief's: the registration error, for every task.
+  Status RefuseOtherClusterLocked(const std::string& task, const std::string& cluster, int index,
+                                  Deferred* deferred);
+  // Task `index` as JudgeTaskClaim sees it.
+  ClaimedTask ClaimedTaskLocked(int index) const;
+  // Before the job forms: the registrations pending for task `index` are
+  // answered Aborted, superseded by a newer process (from `host`).
+  void SupersedeRegistrationLocked(int index, const std::string& host, Deferred* deferred);
+  // The claimant becomes task `index`; `done` waits for every task.
+  void TakeTaskLocked(int index, const Registration& registration, const std::string& host, RegisterCallback done,
+                      Deferred* deferred);
   // Whether the cluster lists task `index` at the IP `peer_host` (PeerHost's
   // form); false where it lists a name.
   bool ListedAt(int index, const std::string& peer_host) const;
