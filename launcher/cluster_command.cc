@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "common/cpu_cores.h"
+#include "common/decimal_integer.h"
 #include "common/launcher_environment.h"
 #include "common/cluster/tf_config_parser.h"
 #include "launcher/job/local_job_plan.h"
@@ -25,7 +26,8 @@ void ClusterCommand::Register(CLI::App& app) {
                                              "Resolve the cluster from SLURM_* variables (run under srun)");
   subcommand_->add_option("--slurm-port-base", resolve_.slurm_port_base, "First port on each node with --from-slurm")
       ->capture_default_str()
-      ->needs(slurm);
+      ->needs(slurm)
+      ->transform(DecimalInteger<int>());
   tf_config_option_->excludes(slurm);
   subcommand_->add_flag("--from-k8s-indexed-job", resolve_.from_k8s_indexed_job,
                         "Resolve the cluster of a Kubernetes Indexed Job from JOB_COMPLETION_INDEX and "
@@ -34,7 +36,8 @@ void ClusterCommand::Register(CLI::App& app) {
       ->excludes(slurm);
   subcommand_->add_option("--run-dir", run_dir_, "Run directory: the chief's holds the checkpoints (sent to the other tasks on resume), every host's its logs; an evaluator reads the chief's (default: runs/<date-time>)");
   subcommand_->add_option("--max-restarts", max_restarts_, "Restarts of this host's task after a failure")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(DecimalInteger<int>());
   subcommand_->add_option("--grace-period", grace_period_sec_,
                           "Seconds between SIGTERM and SIGKILL when stopping tasks")
       ->capture_default_str();

@@ -10,6 +10,7 @@
 #include "common/cluster/k8s_indexed_job_resolver.h"
 #include "common/cluster/slurm_resolver.h"
 #include "common/cluster/tf_config_parser.h"
+#include "common/decimal_integer.h"
 
 namespace mirrored {
 namespace {
@@ -67,7 +68,8 @@ void ExplainCommand::Register(CLI::App& app) {
   subcommand_->add_option("--slurm-port-base", options_.slurm_port_base,
                           "First port on each node with --from-slurm")
       ->capture_default_str()
-      ->needs(slurm);
+      ->needs(slurm)
+      ->transform(DecimalInteger<int>());
   subcommand_->add_flag("--json", options_.json, "Print JSON instead of a table");
   tf_config_option_->excludes(slurm);
   CLI::Option* k8s = subcommand_->add_flag(

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "common/cpu_cores.h"
+#include "common/decimal_integer.h"
 #include "launcher/job/local_job_plan.h"
 #include "launcher/dry_run.h"
 #include "launcher/supervised_run.h"
@@ -14,14 +15,20 @@ namespace mirrored {
 
 void LocalCommand::Register(CLI::App& app) {
   subcommand_ = app.add_subcommand("local", "Run a whole job on this host: N workers (and an evaluator)");
-  subcommand_->add_option("--workers", workers_, "Worker processes")->capture_default_str();
+  subcommand_->add_option("--workers", workers_, "Worker processes")
+      ->capture_default_str()
+      ->transform(DecimalInteger<int>());
   subcommand_->add_option("--gpus-per-worker", gpus_per_worker_,
-                          "GPUs per worker (default: the visible GPUs split evenly)");
-  cpu_replicas_option_ = subcommand_->add_option("--cpu-replicas", cpu_replicas_, "CPU replicas per worker without a GPU");
+                          "GPUs per worker (default: the visible GPUs split evenly)")
+      ->transform(DecimalInteger<int>());
+  cpu_replicas_option_ =
+      subcommand_->add_option("--cpu-replicas", cpu_replicas_, "CPU replicas per worker without a GPU")
+          ->transform(DecimalInteger<int>());
   subcommand_->add_flag("--evaluator", evaluator_, "Also run an evaluator task");
   subcommand_->add_option("--run-dir", run_dir_, "Run directory (default: runs/<date-time>)");
   subcommand_->add_option("--max-restarts", max_restarts_, "Whole-job restarts after a failure")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(DecimalInteger<int>());
   subcommand_->add_option("--grace-period", grace_period_sec_,
                           "Seconds between SIGTERM and SIGKILL when stopping tasks")
       ->capture_default_str();

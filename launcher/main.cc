@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
       std::cerr << "mirrored-launch: unknown subcommand \"" << first << "\": use local, cluster or explain\n";
       return mirrored::kExitUsage;
     }
-    // One line, named as the others are ("Could not convert: --workers = abc").
+    // One line, named as the others are (`--workers: "abc" is not an integer`).
     const std::string command = sub != nullptr ? "mirrored-launch " + first : std::string("mirrored-launch");
     std::cerr << command << ": error: " << e.what() << " (" << command << " --help)\n";
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {

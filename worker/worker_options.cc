@@ -1,6 +1,9 @@
 #include "worker/worker_options.h"
 
 #include <cmath>
+#include <cstdint>
+
+#include "common/decimal_integer.h"
 
 namespace mirrored {
 namespace {
@@ -22,20 +25,37 @@ void WorkerOptions::Register(CLI::App& app) {
       ->capture_default_str()
       ->each([this](const std::string&) { model_given = true; });
   app.add_option("--data", data_dir, "Directory with the Fashion-MNIST IDX files (gzipped)")->capture_default_str();
-  app.add_option("--epochs", epochs, "Epochs to train")->capture_default_str();
-  app.add_option("--max-steps", max_steps, "Stop after this many global steps (0: no limit)")->capture_default_str();
-  app.add_option("--batch-per-replica", batch_per_replica, "Examples per replica per step")->capture_default_str();
+  app.add_option("--epochs", epochs, "Epochs to train")
+      ->capture_default_str()
+      ->transform(DecimalInteger<int64_t>());
+  app.add_option("--max-steps", max_steps, "Stop after this many global steps (0: no limit)")
+      ->capture_default_str()
+      ->transform(DecimalInteger<int64_t>());
+  app.add_option("--batch-per-replica", batch_per_replica, "Examples per replica per step")
+      ->capture_default_str()
+      ->transform(DecimalInteger<int64_t>());
   app.add_option("--optimizer", optimizer, "adam or sgd (momentum 0.9)")->capture_default_str();
   app.add_option_function<double>(
       "--lr", [this](double v) { lr = v, lr_given = true; }, "Learning rate (default: adam 1e-3, sgd 1e-2)");
-  app.add_option("--seed", seed, "Seed of initial weights and shuffling")->capture_default_str();
+  // 0 to 2^63 - 1: checkpoints record the seed as a signed 64-bit integer
+  // (state.json's "seed", "data_seed"), and a resumed job compares with it.
+  app.add_option("--seed", seed, "Seed of initial weights and shuffling (0 to 2^63-1)")
+      ->capture_default_str()
+      ->transform(DecimalInteger<uint64_t>(0, INT64_MAX));
   app.add_option("--device", device, "auto, cpu or gpu")->capture_default_str();
-  app.add_option("--cpu-replicas", cpu_replicas, "Replicas on a worker without a GPU")->capture_default_str();
+  app.add_option("--cpu-replicas", cpu_replicas, "Replicas on a worker without a GPU")
+      ->capture_default_str()
+      ->transform(DecimalInteger<int>());
   app.add_option("--run-dir", run_dir, "Run directory: checkpoints, logs, metrics.jsonl");
   app.add_option("--checkpoint-every", checkpoint_every, "Steps between checkpoints (0: each epoch's end)")
-      ->capture_default_str();
-  app.add_option("--keep-checkpoints", keep_checkpoints, "Checkpoints to keep")->capture_default_str();
-  app.add_option("--log-every", log_every, "Steps between progress lines and metrics")->capture_default_str();
+      ->capture_default_str()
+      ->transform(DecimalInteger<int64_t>());
+  app.add_option("--keep-checkpoints", keep_checkpoints, "Checkpoints to keep")
+      ->capture_default_str()
+      ->transform(DecimalInteger<int>());
+  app.add_option("--log-every", log_every, "Steps between progress lines and metrics")
+      ->capture_default_str()
+      ->transform(DecimalInteger<int64_t>());
   // Two flags, so that --help does not show the negation's value ("{false}")
   // as if it were the default.
   app.add_flag("--validate", validate, "Evaluate the test set at each epoch's end (the default)");
@@ -53,7 +73,8 @@ void WorkerOptions::Register(CLI::App& app) {
   app.add_option("--poll-interval", poll_interval_sec, "Evaluator: seconds between checkpoint scans")
       ->capture_default_str();
   app.add_option("--max-evaluations", max_evaluations, "Evaluator: stop after N evaluations (0: at the final)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(DecimalInteger<int64_t>());
   app.add_option("--eval-timeout", eval_timeout_sec, "Evaluator: give up after SEC without a new checkpoint (0: never)")
       ->capture_default_str();
 }

@@ -222,7 +222,10 @@ TEST_F(LaunchLocalTest, DryRunChecksTheWorkersFlagsWithMirroredWorker) {
            {{"--model", "cnn", "--epochs", "2"}, "# worker flags: checked by "},
            {{"--model", "cnn", "--epochz", "2"},
             "the workers' flags (after `--`): mirrored-worker: error: --epochz is not a flag of mirrored-worker"},
-           {{"--lr", "-1"}, "the workers' flags (after `--`): mirrored-worker: error: --lr -1 must be a positive"}}) {
+           {{"--lr", "-1"}, "the workers' flags (after `--`): mirrored-worker: error: --lr -1 must be a positive"},
+           {{"--seed", "-1"},
+            "the workers' flags (after `--`): mirrored-worker: error: --seed: -1 is out of range: 0 to "
+            "9223372036854775807"}}) {
     std::vector<std::string> argv = {kLauncher, "local", "--run-dir", (dir_ / "run").string(), "--dry-run", "--"};
     argv.insert(argv.end(), worker_args.begin(), worker_args.end());
     auto child = ChildProcess::Spawn(argv, {"PATH=/usr/bin:/bin"});
@@ -435,12 +438,16 @@ TEST_F(LaunchLocalTest, BadFlagsAreExitTwo) {
   EXPECT_NE(out.find("--model is not a flag of `local`"), std::string::npos) << out;
   EXPECT_NE(out.find("the workers' own flags go after `--`"), std::string::npos) << out;
   EXPECT_EQ(out.find("not expected"), std::string::npos) << out;  // not CLI11's list of everything after it
-  // A value CLI11 cannot convert: one line, named as the others are.
+  // A value that is no integer: one line, named as the others are.
   out.clear();
   EXPECT_EQ(RunToEnd({"--workers", "abc"}, &out), 2);
-  EXPECT_NE(out.find("mirrored-launch local: error: Could not convert: --workers = abc (mirrored-launch local --help)"),
+  EXPECT_NE(out.find("mirrored-launch local: error: --workers: \"abc\" is not an integer (mirrored-launch local --help)"),
             std::string::npos)
       << out;
+  // Decimal, as argparse reads it (CLI11 alone: octal, 8 workers).
+  out.clear();
+  EXPECT_EQ(RunToEnd({"--workers", "010", "--dry-run"}, &out), 0) << out;
+  EXPECT_NE(out.find("--dry-run: 10 worker(s)"), std::string::npos) << out;
   EXPECT_EQ(out.find("Run with --help"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(dir_ / "run" / "logs")) << "a refused job started something";
 }

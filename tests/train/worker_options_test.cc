@@ -16,7 +16,11 @@ Status Parse(std::vector<std::string> args, WorkerOptions* options) {
   options->Register(app);
   std::vector<const char*> argv = {"mirrored-worker"};
   for (const auto& a : args) argv.push_back(a.c_str());
-  app.parse(static_cast<int>(argv.size()), argv.data());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {  // mirrored-worker: exit 2 with this message
+    return InvalidArgumentError(e.what());
+  }
   return options->Validate();
 }
 
@@ -73,6 +77,31 @@ TEST(WorkerOptionsTest, NonFiniteSecondsAreRefused) {
   EXPECT_NE(Parse({"--collective-timeout", "inf"}, &b).message().find("--collective-timeout inf must be a positive"),
             std::string::npos);
   EXPECT_TRUE(Parse({"--eval-timeout", "0"}, &c).ok());
+}
+
+// CLI11 alone turns "-1" into 2^64 - 1 for the unsigned --seed and a number
+// past int64_t into its largest value: refused, naming the flag. The seed
+// goes up to 2^63 - 1, what state.json records.
+TEST(WorkerOptionsTest, IntegerFlagsTakeOnlyTheIntegersTheyHold) {
+  for (const char* bad : {"-1", "18446744073709551615", "9223372036854775808", "99999999999999999999"}) {
+    WorkerOptions o;
+    Status s = Parse({"--seed", bad}, &o);
+    EXPECT_EQ(s.message(), std::string("--seed: ") + bad + " is out of range: 0 to 9223372036854775807") << bad;
+  }
+  WorkerOptions seed_max;
+  ASSERT_TRUE(Parse({"--seed", "9223372036854775807"}, &seed_max).ok());
+  EXPECT_EQ(seed_max.seed, 9223372036854775807u);
+  WorkerOptions fraction;
+  EXPECT_EQ(Parse({"--seed", "1.5"}, &fraction).message(), "--seed: \"1.5\" is not an integer");
+  WorkerOptions epochs, steps;
+  EXPECT_NE(Parse({"--epochs", "99999999999999999999"}, &epochs).message().find("--epochs: 99999999999999999999 is "
+                                                                                "out of range"),
+            std::string::npos);
+  EXPECT_NE(Parse({"--max-steps", "0x10"}, &steps).message().find("--max-steps: \"0x10\" is not an integer"),
+            std::string::npos);
+  WorkerOptions octal_looking;
+  ASSERT_TRUE(Parse({"--log-every", "010"}, &octal_looking).ok());
+  EXPECT_EQ(octal_looking.log_every, 10);  // decimal, as argparse reads it (CLI11 alone: octal 8)
 }
 
 }  // namespace
