@@ -18,9 +18,11 @@ void LocalCommand::Register(CLI::App& app) {
   subcommand_->add_option("--workers", workers_, "Worker processes")
       ->capture_default_str()
       ->transform(DecimalInteger<int>());
-  subcommand_->add_option("--gpus-per-worker", gpus_per_worker_,
-                          "GPUs per worker (default: the visible GPUs split evenly)")
-      ->transform(DecimalInteger<int>());
+  gpus_per_worker_option_ =
+      subcommand_->add_option("--gpus-per-worker", gpus_per_worker_,
+                              "GPUs per worker (default: the visible GPUs split evenly; 0: CPU replicas only, "
+                              "the GPUs hidden)")
+          ->transform(DecimalInteger<int>());
   cpu_replicas_option_ =
       subcommand_->add_option("--cpu-replicas", cpu_replicas_, "CPU replicas per worker without a GPU")
           ->transform(DecimalInteger<int>());
@@ -58,7 +60,7 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
   }
   LocalJobOptions options;
   options.workers = workers_;
-  if (gpus_per_worker_ >= 0) options.gpus_per_worker = gpus_per_worker_;
+  if (gpus_per_worker_option_->count() > 0) options.gpus_per_worker = gpus_per_worker_;  // < 0: refused
   if (cpu_replicas_option_->count() > 0) options.cpu_replicas = cpu_replicas_;
   options.evaluator = evaluator_;
   std::string made_run_dir;  // a new default one, removed again if nothing starts

@@ -26,7 +26,8 @@ class LocalCommand {
  private:
   CLI::App* subcommand_ = nullptr;
   int workers_ = 1;
-  int gpus_per_worker_ = -1;  // -1: split the visible GPUs evenly
+  int gpus_per_worker_ = 0;   // unless given: the visible GPUs split evenly
+  CLI::Option* gpus_per_worker_option_ = nullptr;
   int cpu_replicas_ = 0;      // unless given: the worker's default
   CLI::Option* cpu_replicas_option_ = nullptr;
   bool evaluator_ = false;

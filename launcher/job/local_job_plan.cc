@@ -130,11 +130,12 @@ StatusOr<LocalJobPlan> PlanLocalJob(const LocalJobOptions& options) {
       return InvalidArgumentError("--gpus-per-worker " + std::to_string(per_worker) +
                                   " must not be negative");
     }
-    if (per_worker * options.workers > visible) {
+    // In 64 bits: --gpus-per-worker 2147483647 x 2 overflowed int and passed.
+    const int64_t needed = int64_t{per_worker} * options.workers;
+    if (needed > visible) {
       return InvalidArgumentError("--gpus-per-worker " + std::to_string(per_worker) + " x --workers " +
-                                  std::to_string(options.workers) + " needs " +
-                                  std::to_string(per_worker * options.workers) + " GPUs, " +
-                                  std::to_string(visible) + " visible");
+                                  std::to_string(options.workers) + " needs " + std::to_string(needed) +
+                                  (needed == 1 ? " GPU, " : " GPUs, ") + std::to_string(visible) + " visible");
     }
   } else {
     per_worker = visible / options.workers;  // leftover GPUs stay idle

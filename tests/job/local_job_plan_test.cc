@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace mirrored {
@@ -90,6 +92,20 @@ TEST(LocalJobPlanTest, VisibleGpusAreSplitEvenlyAcrossWorkers) {
   EXPECT_EQ(EnvValue(tasks[1], "CUDA_VISIBLE_DEVICES"), "1");
 }
 
+// --gpus-per-worker 0: CPU replicas only, on a machine with GPUs.
+TEST(LocalJobPlanTest, ZeroGpusPerWorkerHidesEveryGpu) {
+  LocalJobOptions o = Options();
+  o.visible_gpus = {"0", "1"};
+  o.gpus_per_worker = 0;
+  o.cpu_replicas = 2;
+  auto plan = PlanLocalJob(o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const TaskLaunch& t : plan->Tasks(0, {})) {
+    EXPECT_EQ(EnvValue(t, "CUDA_VISIBLE_DEVICES"), "") << t.name;
+    EXPECT_NE(std::find(t.argv.begin(), t.argv.end(), "--cpu-replicas"), t.argv.end()) << t.name;
+  }
+}
+
 TEST(LocalJobPlanTest, InvalidOptionsNameTheFlag) {
   LocalJobOptions o = Options();
   o.workers = 0;
@@ -100,6 +116,17 @@ TEST(LocalJobPlanTest, InvalidOptionsNameTheFlag) {
   o.visible_gpus = {"0"};
   EXPECT_EQ(PlanLocalJob(o).status().message(),
             "--gpus-per-worker 2 x --workers 2 needs 4 GPUs, 1 visible");
+  o.workers = 1;
+  o.gpus_per_worker = 1;
+  o.visible_gpus = {};
+  EXPECT_EQ(PlanLocalJob(o).status().message(), "--gpus-per-worker 1 x --workers 1 needs 1 GPU, 0 visible");
+  // The product overflowed int (and the plan then threw std::bad_alloc).
+  o.workers = 2;
+  o.gpus_per_worker = 2147483647;
+  EXPECT_EQ(PlanLocalJob(o).status().message(),
+            "--gpus-per-worker 2147483647 x --workers 2 needs 4294967294 GPUs, 0 visible");
+  o.gpus_per_worker = -1;
+  EXPECT_EQ(PlanLocalJob(o).status().message(), "--gpus-per-worker -1 must not be negative");
   o = Options();
   o.cpu_replicas = 0;
   EXPECT_EQ(PlanLocalJob(o).status().message(), "--cpu-replicas 0 must be at least 1");

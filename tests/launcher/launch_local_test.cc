@@ -418,6 +418,9 @@ TEST_F(LaunchLocalTest, BadFlagsAreExitTwo) {
   out.clear();
   EXPECT_EQ(RunToEnd({"--cpu-replicas", "0"}, &out), 2);
   EXPECT_NE(out.find("--cpu-replicas 0 must be at least 1"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(RunToEnd({"--gpus-per-worker", "-1", "--dry-run"}, &out), 2);  // was taken for "not given"
+  EXPECT_NE(out.find("--gpus-per-worker -1 must not be negative"), std::string::npos) << out;
   auto nan_grace = ChildProcess::Spawn({kLauncher, "local", "--grace-period", "nan"}, {"PATH=/usr/bin:/bin"});
   ASSERT_TRUE(nan_grace.ok());
   out.clear();
