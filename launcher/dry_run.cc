@@ -1,5 +1,6 @@
 #include "launcher/dry_run.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -74,10 +75,12 @@ Status CheckWorkerFlags(const TaskLaunch& task, std::string* note) {
     *note = "not checked: " + binary + " is not mirrored-worker (no other program is run for a dry run)";
     return OkStatus();
   }
-  // Nothing that would let it join a job, were it to start one.
+  // Nothing that would let it join a job, were it to start one. TF_CONFIG
+  // stays: it says the task's role, and so which data files it reads
+  // (--check-flags checks them too, and joins nothing).
   std::vector<std::string> env;
   for (const std::string& e : task.env) {
-    if (!StartsWith(e, "TF_CONFIG") && !StartsWith(e, kJobTokenVariable) && !StartsWith(e, kGenerationVariable) &&
+    if (!StartsWith(e, kJobTokenVariable) && !StartsWith(e, kGenerationVariable) &&
         !StartsWith(e, kTrainingEndedVariable)) {
       env.push_back(e);
     }
@@ -108,10 +111,20 @@ Status CheckWorkerFlags(const TaskLaunch& task, std::string* note) {
 int DryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out, std::ostream& err) {
   PrintDryRun(tasks, out);
   if (tasks.empty()) return kExitSuccess;
+  // One task of each role: they take the same flags, but an evaluator
+  // reads other data files than a training task with --no-validate.
+  std::vector<const TaskLaunch*> checked;
+  for (bool training : {true, false}) {
+    auto first = std::find_if(tasks.begin(), tasks.end(),
+                              [training](const TaskLaunch& t) { return t.is_training == training; });
+    if (first != tasks.end()) checked.push_back(&*first);
+  }
   std::string note;
-  if (Status s = CheckWorkerFlags(tasks.front(), &note); !s.ok()) {
-    err << "mirrored-launch: error: " << s.message() << "\n";
-    return ExitCodeFor(s);
+  for (const TaskLaunch* task : checked) {
+    if (Status s = CheckWorkerFlags(*task, &note); !s.ok()) {
+      err << "mirrored-launch: error: " << s.message() << "\n";
+      return ExitCodeFor(s);
+    }
   }
   out << "# worker flags: " << note << "\n";
   return kExitSuccess;

@@ -20,13 +20,15 @@ void PrintDryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out);
 // The workers' own flags (after `--`), checked by the task's binary when it
 // is a mirrored-worker (an ELF program of that name: no other program is
 // run, since one that ignores the flag would start training, and a wrapper
-// script could do anything): it runs with --check-flags,
-// which parses and validates them and starts nothing, in an environment
-// without the job's TF_CONFIG and token. InvalidArgument with the worker's
-// message for a bad flag; *note says what was checked, or why not.
+// script could do anything): it runs with --check-flags, which parses and
+// validates them, checks the data files the task's role reads (its
+// TF_CONFIG says which) and starts nothing, in an environment without the
+// job's token. InvalidArgument with the worker's message for a bad flag or
+// a missing file; *note says what was checked, or why not.
 Status CheckWorkerFlags(const TaskLaunch& task, std::string* note);
 
-// PrintDryRun, then CheckWorkerFlags on the first task: the exit code.
+// PrintDryRun, then CheckWorkerFlags on the first training task and the
+// first evaluator: the exit code.
 int DryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out, std::ostream& err);
 
 }  // namespace mirrored

@@ -49,6 +49,20 @@ int FailBeforeJoining(const Status& error) {
   return ExitCodeFor(error);
 }
 
+// --check-flags (mirrored-launch --dry-run): after the flags, what the task
+// would check first when it starts, in a millisecond, joining nothing and
+// writing nothing: its TF_CONFIG and the data files it reads (a training
+// task the training split, and the test split with --validate; the
+// evaluator loads both). Returns the exit code, 2 naming what is wrong.
+int CheckWithoutRunning(const WorkerOptions& options) {
+  auto config = ResolveTfConfig(std::nullopt);
+  Status s = config.status();
+  if (s.ok()) s = data::FashionMnist::CheckFiles(options.data_dir, config->IsEvaluator() || options.validate);
+  if (s.ok()) return kExitSuccess;
+  std::cerr << "mirrored-worker: error: " << s.message() << "\n";
+  return ExitCodeFor(s);
+}
+
 std::chrono::milliseconds Ms(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
@@ -167,9 +181,12 @@ int main(int argc, char** argv) {
                                         (mirrored::kWithCuda ? " (CUDA)" : " (CPU only)"));
   mirrored::WorkerOptions options;
   options.Register(app);
-  // For mirrored-launch --dry-run: parse and validate the flags, run nothing.
+  // For mirrored-launch --dry-run: validate the flags (and what they name),
+  // run nothing.
   bool check_flags = false;
-  app.add_flag("--check-flags", check_flags, "Only check the flags (exit 0, or 2 naming the bad one)")->group("");
+  app.add_flag("--check-flags", check_flags,
+               "Only check the flags, TF_CONFIG and the data files (exit 0, or 2 naming what is wrong)")
+      ->group("");
   const bool dry_run = std::any_of(argv + 1, argv + argc, [](const char* a) { return std::string(a) == "--check-flags"; });
   try {
     app.parse(argc, argv);
@@ -193,6 +210,6 @@ int main(int argc, char** argv) {
     if (check_flags) return mirrored::kExitUsage;
     return mirrored::FailBeforeJoining(s);
   }
-  if (check_flags) return mirrored::kExitSuccess;
+  if (check_flags) return mirrored::CheckWithoutRunning(options);
   return mirrored::RunWorker(options);
 }

@@ -29,6 +29,8 @@ namespace fs = std::filesystem;
 
 const std::string kLauncher = std::string(MIRRORED_BIN_DIR) + "/mirrored-launch";
 const std::string kFakeWorker = std::string(MIRRORED_SOURCE_DIR) + "/tests/launcher/fake_worker.sh";
+// mirrored-worker's default --data (Debian's dataset-fashion-mnist).
+const std::string kDataDir = "/usr/share/datasets/fashion-mnist";
 
 class LaunchLocalTest : public ::testing::Test {
  protected:
@@ -215,7 +217,8 @@ TEST_F(LaunchLocalTest, DryRunPrintsEveryTaskAndStartsNothing) {
 }
 
 // With mirrored-worker (the one beside the launcher), --dry-run checks the
-// workers' own flags: a bad one is exit 2 naming it, before any job.
+// workers' own flags and the data files they name: a bad one is exit 2
+// naming it, before any job.
 TEST_F(LaunchLocalTest, DryRunChecksTheWorkersFlagsWithMirroredWorker) {
   for (const auto& [worker_args, expected] :
        std::vector<std::pair<std::vector<std::string>, std::string>>{
@@ -225,7 +228,12 @@ TEST_F(LaunchLocalTest, DryRunChecksTheWorkersFlagsWithMirroredWorker) {
            {{"--lr", "-1"}, "the workers' flags (after `--`): mirrored-worker: error: --lr -1 must be a positive"},
            {{"--seed", "-1"},
             "the workers' flags (after `--`): mirrored-worker: error: --seed: -1 is out of range: 0 to "
-            "9223372036854775807"}}) {
+            "9223372036854775807"},
+           // The data files too: the job would exit 2 for them at once.
+           {{"--model", "mlp", "--data", "/nonexistent"},
+            "the workers' flags (after `--`): mirrored-worker: error: /nonexistent/train-images-idx3-ubyte.gz: no "
+            "such file"}}) {
+    if (expected.starts_with("#") && !fs::exists(kDataDir + "/train-images-idx3-ubyte.gz")) continue;
     std::vector<std::string> argv = {kLauncher, "local", "--run-dir", (dir_ / "run").string(), "--dry-run", "--"};
     argv.insert(argv.end(), worker_args.begin(), worker_args.end());
     auto child = ChildProcess::Spawn(argv, {"PATH=/usr/bin:/bin"});
@@ -234,6 +242,28 @@ TEST_F(LaunchLocalTest, DryRunChecksTheWorkersFlagsWithMirroredWorker) {
     EXPECT_EQ(Finish(*child, &out), expected.starts_with("#") ? 0 : 2) << out;
     EXPECT_NE(out.find(expected), std::string::npos) << out;
     EXPECT_FALSE(fs::exists(dir_ / "run/logs")) << out;
+  }
+  // The evaluator's data files are checked as well: with --no-validate the
+  // training tasks read no test split, the evaluator does.
+  if (fs::exists(kDataDir + "/train-images-idx3-ubyte.gz")) {
+    const fs::path train_only = dir_ / "train-only";
+    fs::create_directories(train_only);
+    for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"}) {
+      fs::create_symlink(kDataDir + "/" + f, train_only / f);
+    }
+    for (const bool evaluator : {false, true}) {
+      std::vector<std::string> argv = {kLauncher, "local", "--run-dir", (dir_ / "run").string(), "--dry-run"};
+      if (evaluator) argv.push_back("--evaluator");
+      argv.insert(argv.end(), {"--", "--no-validate", "--data", train_only.string()});
+      auto child = ChildProcess::Spawn(argv, {"PATH=/usr/bin:/bin"});
+      ASSERT_TRUE(child.ok()) << child.status();
+      std::string out;
+      EXPECT_EQ(Finish(*child, &out), evaluator ? 2 : 0) << out;
+      EXPECT_EQ(out.find("mirrored-worker: error: " + (train_only / "t10k-images-idx3-ubyte.gz").string() +
+                         ": no such file") != std::string::npos,
+                evaluator)
+          << out;
+    }
   }
   // A script under the worker's name is not run either.
   fs::create_directories(dir_ / "wrapper");
