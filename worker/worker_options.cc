@@ -57,9 +57,15 @@ void WorkerOptions::Register(CLI::App& app) {
       ->capture_default_str()
       ->transform(DecimalInteger<int64_t>());
   // Two flags, so that --help does not show the negation's value ("{false}")
-  // as if it were the default.
-  app.add_flag("--validate", validate, "Evaluate the test set at each epoch's end (the default)");
-  app.add_flag_function("--no-validate", [this](int64_t) { validate = false; }, "Do not evaluate the test set");
+  // as if it were the default. Each sets `validate` as it is parsed
+  // (trigger_on_parse), so the last one on the command line wins; CLI11 runs
+  // the other callbacks after parsing, in declaration order, where
+  // `--no-validate --validate` left validation off.
+  app.add_flag_function("--validate", [this](int64_t v) { validate = v > 0; },  // --validate=false: -1
+                        "Evaluate the test set at each epoch's end (the default)")
+      ->trigger_on_parse();
+  app.add_flag_function("--no-validate", [this](int64_t v) { validate = v <= 0; }, "Do not evaluate the test set")
+      ->trigger_on_parse();
   app.add_flag("--verify-replicas", verify_replicas,
                "After every step, check (two tiny all-reduces) that all replicas hold identical weights");
   app.add_option("--bucket-mb", bucket_mb, "Gradient bucket size in MiB")->capture_default_str();

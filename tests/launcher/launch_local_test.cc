@@ -216,6 +216,15 @@ TEST_F(LaunchLocalTest, DryRunPrintsEveryTaskAndStartsNothing) {
   EXPECT_FALSE(fs::exists(dir_ / "run/logs"));
 }
 
+// A launcher flag given twice takes its last value, as with argparse (a
+// script's defaults, then the user's own).
+TEST_F(LaunchLocalTest, ALauncherFlagGivenTwiceTakesItsLastValue) {
+  std::string out;
+  EXPECT_EQ(RunToEnd({"--workers", "1", "--evaluator", "--workers", "2", "--dry-run"}, &out), 0) << out;
+  EXPECT_NE(out.find("# mirrored-launch local --dry-run: 2 worker(s) + evaluator"), std::string::npos) << out;
+  EXPECT_NE(out.find("\nworker:1\n"), std::string::npos) << out;
+}
+
 // With mirrored-worker (the one beside the launcher), --dry-run checks the
 // workers' own flags and the data files they name: a bad one is exit 2
 // naming it, before any job.

@@ -60,6 +60,25 @@ TEST(WorkerOptionsTest, ValidationIsOnUnlessNoValidate) {
   EXPECT_TRUE(on.validate);
 }
 
+// The last of --validate and --no-validate on the command line wins, as
+// with argparse (CLI11 ran the two flags' callbacks in declaration order).
+TEST(WorkerOptionsTest, TheLastOfValidateAndNoValidateWins) {
+  const std::vector<std::pair<std::vector<std::string>, bool>> cases = {
+      {{"--no-validate", "--validate"}, true},
+      {{"--validate", "--no-validate"}, false},
+      {{"--no-validate", "--validate", "--no-validate"}, false},
+      {{"--validate", "--no-validate", "--epochs", "2", "--validate"}, true},
+      {{"--validate=false"}, false},
+      {{"--no-validate", "--validate=true"}, true}};
+  for (const auto& [args, expected] : cases) {
+    WorkerOptions o;
+    ASSERT_TRUE(Parse(args, &o).ok());
+    std::string line;
+    for (const auto& a : args) line += a + " ";
+    EXPECT_EQ(o.validate, expected) << line;
+  }
+}
+
 TEST(WorkerOptionsTest, LrThatIsNotAPositiveNumberIsRefused) {
   for (const char* bad : {"0", "-1", "nan", "inf"}) {
     WorkerOptions o;
