@@ -53,20 +53,25 @@ namespace {
 // The training tasks the cluster lists at this task's host share its cores.
 // Unless something already split them (an affinity mask or a CPU quota
 // narrower than the machine: Slurm's binding, a container's limit) or the
-// user set OMP_NUM_THREADS, each gets its share, as `local` gives its
-// workers: all of them on every core would oversubscribe the cores (and
-// libgomp's spinning waits collapse throughput). nullopt: nothing to set.
+// user set OMP_NUM_THREADS to a thread count, each gets its share, as
+// `local` gives its workers: all of them on every core would oversubscribe
+// the cores (and libgomp's spinning waits collapse throughput). A value the
+// worker would not take as a thread count ("", "4,2") would leave it on
+// every core: the share replaces it (`replaced`, warned about unless
+// empty). nullopt: nothing to set.
 struct CoreShare {
   int tasks_here = 1;
   int cores = 1;
   int threads = 1;
+  std::optional<std::string> replaced;  // the user's OMP_NUM_THREADS that is no thread count
 };
 std::optional<CoreShare> CoreShareOf(const ClusterConfig& config, const EnvironmentMap& env) {
   if (config.is_single_local_task || config.IsEvaluator()) return std::nullopt;
   const int here = config.cluster.TrainingTasksAtHostOf(config.task);
   const int cores = UsableCpuCores();
-  if (here < 2 || Lookup(env, "OMP_NUM_THREADS") || cores < OnlineCpuCores()) return std::nullopt;
-  return CoreShare{.tasks_here = here, .cores = cores, .threads = std::max(1, cores / here)};
+  const std::optional<std::string> user = Lookup(env, "OMP_NUM_THREADS");
+  if (here < 2 || (user && ParseThreadCount(*user)) || cores < OnlineCpuCores()) return std::nullopt;
+  return CoreShare{.tasks_here = here, .cores = cores, .threads = std::max(1, cores / here), .replaced = user};
 }
 
 }  // namespace
@@ -83,16 +88,16 @@ StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int gen
   t.name = config.task.ToString();
   t.is_training = !config.IsEvaluator();
   const std::string& run_dir = resolved_run_dir_;
+  const std::optional<CoreShare> share = CoreShareOf(config, env);
   for (const auto& [key, value] : env) {
     if (key == "TF_CONFIG" || key == kGenerationVariable || key == kTrainingEndedVariable) continue;
+    if (key == "OMP_NUM_THREADS" && share) continue;  // replaced below
     t.env.push_back(key + "=" + value);
   }
   // The worker always reads TF_CONFIG, whatever source the launcher used.
   t.env.push_back("TF_CONFIG=" + config.ToTfConfigJson());
   t.env.push_back(std::string(kGenerationVariable) + "=" + std::to_string(generation));
-  if (std::optional<CoreShare> share = CoreShareOf(config, env)) {
-    t.env.push_back("OMP_NUM_THREADS=" + std::to_string(share->threads));
-  }
+  if (share) t.env.push_back("OMP_NUM_THREADS=" + std::to_string(share->threads));
   t.argv = {binary};
   t.argv.insert(t.argv.end(), worker_args_.begin(), worker_args_.end());
   t.argv.insert(t.argv.end(), {"--run-dir", run_dir});
@@ -149,6 +154,10 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
            "anyone who can reach it; set the same secret on every host\n";
   }
   if (std::optional<CoreShare> share = CoreShareOf(config, env)) {
+    if (share->replaced && !share->replaced->empty()) {
+      err << "mirrored-launch: warning: OMP_NUM_THREADS \"" << *share->replaced
+          << "\" is not a thread count: the task gets its share of the cores instead\n";
+    }
     err << "mirrored-launch: " << share->tasks_here << " training tasks of the cluster are listed at "
         << config.cluster.AddressOf(config.task)->host << ": " << first->name << " computes with OMP_NUM_THREADS="
         << share->threads << " (the " << share->cores << " core(s) here / " << share->tasks_here

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -418,9 +419,9 @@ TEST_F(LaunchLocalTest, EveryTaskGetsItsShareOfTheCores) {
 // something already narrowed the CPUs (a mask or quota below the machine's).
 TEST_F(LaunchLocalTest, ClusterTasksListedAtOneHostShareItsCores) {
   const std::string cluster = R"({"cluster":{"chief":["127.0.0.1:1"],"worker":["localhost:2","h3:3"]},)";
-  auto dry_run = [&](const std::string& task, const std::string& omp) {
+  auto dry_run = [&](const std::string& task, const std::optional<std::string>& omp) {
     std::vector<std::string> env = {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=t", "TF_CONFIG=" + cluster + task};
-    if (!omp.empty()) env.push_back("OMP_NUM_THREADS=" + omp);
+    if (omp) env.push_back("OMP_NUM_THREADS=" + *omp);
     auto child = ChildProcess::Spawn(
         {kLauncher, "cluster", "--run-dir", (dir_ / "run").string(), "--dry-run", "--worker-binary", kFakeWorker},
         env);
@@ -431,7 +432,7 @@ TEST_F(LaunchLocalTest, ClusterTasksListedAtOneHostShareItsCores) {
   };
   const int cores = UsableCpuCores();
   const bool unbound = cores == OnlineCpuCores();  // else nothing is set
-  std::string out = dry_run(R"("task":{"type":"worker","index":0}})", "");
+  std::string out = dry_run(R"("task":{"type":"worker","index":0}})", std::nullopt);
   const std::string share = std::to_string(std::max(1, cores / 2));
   EXPECT_EQ(out.find("  env: OMP_NUM_THREADS=" + share + "\n") != std::string::npos, unbound) << out;
   if (unbound) {
@@ -440,7 +441,7 @@ TEST_F(LaunchLocalTest, ClusterTasksListedAtOneHostShareItsCores) {
               std::string::npos)
         << out;
   }
-  out = dry_run(R"("task":{"type":"worker","index":1}})", "");  // alone at h3
+  out = dry_run(R"("task":{"type":"worker","index":1}})", std::nullopt);  // alone at h3
   EXPECT_EQ(out.find("OMP_NUM_THREADS"), std::string::npos) << out;
   out = dry_run(R"("task":{"type":"chief","index":0}})", std::to_string(OnlineCpuCores()));
   EXPECT_NE(out.find("  env: OMP_NUM_THREADS=" + std::to_string(OnlineCpuCores()) + "\n"), std::string::npos) << out;
@@ -448,6 +449,20 @@ TEST_F(LaunchLocalTest, ClusterTasksListedAtOneHostShareItsCores) {
                      " x 2 training tasks listed at this host is more than the"),
             std::string::npos)
       << out;
+  // A value that is no thread count is not the user's choice (the worker
+  // would compute with every core): the share replaces it, as with `local`,
+  // with a warning unless it is empty (`export OMP_NUM_THREADS=`).
+  for (const std::string omp : {"4,2", ""}) {
+    out = dry_run(R"("task":{"type":"worker","index":0}})", omp);
+    if (!unbound) continue;
+    EXPECT_NE(out.find("  env: OMP_NUM_THREADS=" + share + "\n"), std::string::npos) << out;
+    EXPECT_EQ(out.find("  env: OMP_NUM_THREADS=" + omp + "\n"), std::string::npos) << out;  // not passed on too
+    EXPECT_NE(out.find("worker:0 computes with OMP_NUM_THREADS=" + share), std::string::npos) << out;
+    EXPECT_EQ(out.find("warning: OMP_NUM_THREADS \"" + omp +
+                       "\" is not a thread count: the task gets its share of the cores instead\n") != std::string::npos,
+              !omp.empty())
+        << out;
+  }
 }
 
 TEST_F(LaunchLocalTest, BadFlagsAreExitTwo) {
