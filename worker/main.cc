@@ -1,6 +1,7 @@
 // mirrored-worker: one task of a job. Its role comes from TF_CONFIG's
 // task.type: chief and worker train, evaluator evaluates; no TF_CONFIG means
-// a single local task training with all its local replicas.
+// a single local task training alone (one replica per visible GPU, else
+// --cpu-replicas CPU replicas).
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
@@ -76,6 +77,12 @@ int RunWorker(const WorkerOptions& options) {
   // already prefixed with the task's name and teed to logs/<task>.log; a tag
   // of our own would print the name twice.
   if (!LauncherGeneration()) SetLogTag(task);
+  // The launcher always gives one; a chief started by hand without one
+  // would train and keep nothing, silently.
+  if (config->IsChief() && options.run_dir.empty() && !LauncherGeneration()) {
+    MIRRORED_LOG(WARNING) << "no --run-dir: this run saves nothing (no checkpoint, no metrics.jsonl, no TensorBoard "
+                             "logs); pass --run-dir DIR to keep them";
+  }
   if (config->IsEvaluator()) {
     StopSignal::Install();  // SIGINT/SIGTERM: stop between checkpoints, pause the lease
     auto evaluated = RunEvaluator(options);
