@@ -38,10 +38,14 @@ int JobRunner::Run(const TaskFactory& tasks_for_generation) {
       const bool trained_here = std::any_of(outcome->tasks.begin(), outcome->tasks.end(),
                                             [](const TaskResult& r) { return r.is_training; });
       const int restarts = outcome->first_failure->restarts;
+      // Exit 2 is never retried (JobSupervisor): --max-restarts would not
+      // start it again either.
+      const bool usage_error = outcome->first_failure->exit.exit_code == kExitUsage;
       Report("not restarting the job: " + std::string(trained_here ? "training succeeded and only " : "") +
              outcome->first_failure->name + " failed" +
-             (restarts > 0 ? " (after " + std::to_string(restarts) + " restart" + (restarts == 1 ? "" : "s") +
-                                 " on its own)"
+             (usage_error ? " with exit code 2 (bad usage or configuration, which a restart cannot fix)"
+              : restarts > 0 ? " (after " + std::to_string(restarts) + " restart" + (restarts == 1 ? "" : "s") +
+                                   " on its own)"
               : options_.max_restarts == 0 ? "; --max-restarts K starts it again on its own, up to K times"
                                            : "") +
              "; start an evaluator alone on the run directory to evaluate the rest");

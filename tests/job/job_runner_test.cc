@@ -188,5 +188,24 @@ TEST_F(JobRunnerTest, AnEvaluatorFailureAloneDoesNotRestartTheJob) {
       << Console();
 }
 
+// An evaluator that exits 2 is never started again (JobSupervisor): the
+// report does not suggest --max-restarts, which would not either.
+TEST_F(JobRunnerTest, AnEvaluatorsExitTwoIsNotSaidToBeRetriedByMaxRestarts) {
+  JobRunner runner(supervisor_.get(), console_.get(), {.max_restarts = 0});
+  int code = runner.Run([](int) {
+    TaskLaunch w{.name = "worker:0", .argv = {"/bin/sh", "-c", "exit 0"}, .env = {"PATH=/usr/bin:/bin"}};
+    TaskLaunch e{.name = "evaluator:0", .is_training = false, .argv = {"/bin/sh", "-c", "exit 2"},
+                 .env = {"PATH=/usr/bin:/bin"}};
+    return std::vector<TaskLaunch>{w, e};
+  });
+  EXPECT_EQ(code, 2);
+  const std::string out = Console();
+  EXPECT_EQ(out.find("--max-restarts"), std::string::npos) << out;
+  EXPECT_NE(out.find("not restarting the job: training succeeded and only evaluator:0 failed with exit code 2 (bad "
+                     "usage or configuration, which a restart cannot fix); start an evaluator alone"),
+            std::string::npos)
+      << out;
+}
+
 }  // namespace
 }  // namespace mirrored
