@@ -107,7 +107,7 @@ StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int gen
 
 int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostream& err) {
   if (max_restarts_ < 0) {
-    err << "mirrored-launch: error: --max-restarts must not be negative\n";
+    err << "mirrored-launch: error: --max-restarts " << max_restarts_ << " must not be negative\n";
     return kExitUsage;
   }
   if (!(grace_period_sec_ >= 0) || grace_period_sec_ > 86400) {

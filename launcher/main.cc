@@ -13,6 +13,41 @@
 #include "launcher/local_command.h"
 #include "mirrored/config.h"
 
+namespace {
+
+// What a torchrun user's flag is called here, for the error that names it
+// ("" when `flags`, as UnknownFlags lists them, hold none of torchrun's).
+std::string TorchrunHint(const std::string& subcommand, const std::string& flags) {
+  auto has = [&flags](std::initializer_list<const char*> names) {
+    for (const char* name : names) {
+      for (size_t at = flags.find(name); at != std::string::npos; at = flags.find(name, at + 1)) {
+        const size_t end = at + std::string(name).size();
+        if ((at == 0 || flags[at - 1] == ' ') && (end == flags.size() || flags[end] == ',')) return true;
+      }
+    }
+    return false;
+  };
+  const bool per_node = has({"--nproc_per_node", "--nproc-per-node", "--nproc"});
+  const bool multi_node = has({"--nnodes", "--node_rank", "--node-rank", "--master_addr", "--master-addr",
+                               "--master_port", "--master-port", "--rdzv_endpoint", "--rdzv-endpoint"});
+  if (per_node && subcommand == "local") return "torchrun's --nproc_per_node is --workers here";
+  if (per_node && subcommand == "cluster") {
+    return "torchrun's --nproc_per_node has no counterpart in `cluster`, which runs the one task TF_CONFIG gives "
+           "this host (with its visible GPUs); `mirrored-launch local --workers N` runs N on one host";
+  }
+  if (multi_node && subcommand == "local") {
+    return "a job over several hosts is `mirrored-launch cluster` on each of them: torchrun's --nnodes, "
+           "--node_rank and --master_addr are the cluster and task of its TF_CONFIG (or --from-slurm)";
+  }
+  if (multi_node) {
+    return "torchrun's --nnodes, --node_rank and --master_addr are the cluster and task of TF_CONFIG here "
+           "(--tf-config, --from-slurm or --from-k8s-indexed-job)";
+  }
+  return "";
+}
+
+}  // namespace
+
 
 int main(int argc, char** argv) {
   CLI::App app{"mirrored-launch: start and supervise a synchronous data-parallel training job"};
@@ -48,8 +83,12 @@ int main(int argc, char** argv) {
     }
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && sub != nullptr) {
       if (std::string unknown = mirrored::UnknownFlags(*sub, 2, argc, argv); !unknown.empty()) {
-        std::cerr << "mirrored-launch " << first << ": error: " << unknown << " is not a flag of `" << first
-                  << "` (`mirrored-launch " << first << " --help` lists them; the workers' own flags go after `--`)\n";
+        const std::string hint = TorchrunHint(first, unknown);
+        std::cerr << "mirrored-launch " << first << ": error: " << unknown
+                  << (unknown.find(',') == std::string::npos ? " is not a flag of `" : " are not flags of `") << first
+                  << "`" << (hint.empty() ? "" : ": " + hint) << " (`mirrored-launch " << first
+                  << " --help` lists them" << (first == "explain" ? "" : "; the workers' own flags go after `--`")
+                  << ")\n";
         return mirrored::kExitUsage;
       }
     }
@@ -61,7 +100,7 @@ int main(int argc, char** argv) {
     // One line, named as the others are (`--workers: "abc" is not an integer`).
     const std::string command = sub != nullptr ? "mirrored-launch " + first : std::string("mirrored-launch");
     std::cerr << command << ": error: " << e.what() << " (" << command << " --help)\n";
-    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && first != "explain") {  // explain runs no worker
       std::cerr << "mirrored-launch: the workers' own flags go after `--`, e.g. mirrored-launch local --workers 2 "
                    "-- --model cnn --epochs 3\n";
     }

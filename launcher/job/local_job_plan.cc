@@ -85,6 +85,10 @@ Status CheckWorkerBinary(const std::string& path) {
   if (stat(path.c_str(), &st) != 0) {
     return NotFoundError("worker binary " + path + " does not exist (build it, or pass --worker-binary PATH)");
   }
+  if (S_ISDIR(st.st_mode)) {
+    return PermissionDeniedError("worker binary " + path +
+                                 " is a directory, not a program (pass --worker-binary PATH/mirrored-worker)");
+  }
   if (!S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0 || access(path.c_str(), X_OK) != 0) {
     return PermissionDeniedError("worker binary " + path + " is not executable");
   }

@@ -64,7 +64,8 @@ StatusOr<LocalJobPlan> PlanLocalJob(const LocalJobOptions& options);
 std::vector<std::string> VisibleGpus(const std::vector<std::string>& env);
 
 // The worker binary exists and is an executable regular file. Errors:
-// NotFound / PermissionDenied naming the path (exit code 2).
+// NotFound / PermissionDenied naming the path (exit code 2), and saying so
+// when it is a directory.
 Status CheckWorkerBinary(const std::string& path);
 
 // 32 hex characters from the system's random device.

@@ -144,6 +144,9 @@ TEST(LocalJobPlanTest, InvalidOptionsNameTheFlag) {
   EXPECT_EQ(PlanLocalJob(o).status().message(),
             "worker binary " + std::string(path) + " is not executable");
   unlink(path);
+  o.worker_binary = "/tmp";  // said "is not executable"
+  EXPECT_EQ(PlanLocalJob(o).status().message(),
+            "worker binary /tmp is a directory, not a program (pass --worker-binary PATH/mirrored-worker)");
 }
 
 TEST(LocalJobPlanTest, VisibleGpusFollowCudaVisibleDevices) {

@@ -249,6 +249,15 @@ TEST(ExplainTest, UsageErrorsExitTwoAndHelpVersionExitZero) {
   EXPECT_EQ(RunLauncher({"explain", "--tf-config", "{}", "--from-slurm"}, {}).exit_code, 2);
   EXPECT_EQ(RunLauncher({"explain", "--slurm-port-base", "9000"}, {}).exit_code, 2);
   EXPECT_EQ(RunLauncher({}, {}).exit_code, 2);
+  // explain starts no worker: no hint about the workers' flags.
+  RunResult bogus = RunLauncher({"explain", "--bogus"}, {});
+  EXPECT_EQ(bogus.exit_code, 2);
+  EXPECT_EQ(bogus.err,
+            "mirrored-launch explain: error: --bogus is not a flag of `explain` (`mirrored-launch explain --help` "
+            "lists them)\n");
+  RunResult extra = RunLauncher({"explain", "extra"}, {});
+  EXPECT_EQ(extra.exit_code, 2);
+  EXPECT_EQ(extra.err.find("workers"), std::string::npos) << extra.err;
   RunResult help = RunLauncher({"explain", "--help"}, {});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--from-slurm"), std::string::npos);

@@ -495,6 +495,24 @@ TEST_F(LaunchLocalTest, BadFlagsAreExitTwo) {
   EXPECT_NE(out.find("--model is not a flag of `local`"), std::string::npos) << out;
   EXPECT_NE(out.find("the workers' own flags go after `--`"), std::string::npos) << out;
   EXPECT_EQ(out.find("not expected"), std::string::npos) << out;  // not CLI11's list of everything after it
+  // torchrun's flags: what they are called here.
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--nproc_per_node=2"},
+                                              std::vector<std::string>{"--nproc-per-node", "2"},
+                                              std::vector<std::string>{"--nproc", "2"}}) {
+    out.clear();
+    EXPECT_EQ(RunToEnd(args, &out), 2);
+    EXPECT_NE(out.find(args[0].substr(0, args[0].find('=')) +
+                       " is not a flag of `local`: torchrun's --nproc_per_node is --workers here (`mirrored-launch "
+                       "local --help` lists them"),
+              std::string::npos)
+        << out;
+  }
+  out.clear();
+  EXPECT_EQ(RunToEnd({"--nnodes", "2", "--node_rank", "0"}, &out), 2);
+  EXPECT_NE(out.find("--nnodes, --node_rank are not flags of `local`: a job over several hosts is `mirrored-launch "
+                     "cluster` on each of them"),
+            std::string::npos)
+      << out;
   // A value that is no integer: one line, named as the others are.
   out.clear();
   EXPECT_EQ(RunToEnd({"--workers", "abc"}, &out), 2);
