@@ -28,13 +28,13 @@ port=$((20000 + RANDOM % 20000))
 run() {
   local omp=$1 i
   port=$((port + 2))
-  local tf='{"cluster":{"worker":["127.0.0.1:'$port'","127.0.0.1:'$((port + 1))'"]},"task":{"type":"worker","index":%d}}'
+  local cluster='{"worker":["127.0.0.1:'$port'","127.0.0.1:'$((port + 1))'"]}'
   rm -rf "$work"/r*
   for i in 0 1; do
     (
       [ -n "$omp" ] && export OMP_NUM_THREADS=$omp
       export MIRRORED_JOB_TOKEN=bench
-      TF_CONFIG=$(printf "$tf" "$i") exec "$bin/mirrored-launch" cluster --run-dir "$work/r$i" -- \
+      TF_CONFIG='{"cluster":'$cluster',"task":{"type":"worker","index":'$i'}}' exec "$bin/mirrored-launch" cluster --run-dir "$work/r$i" -- \
         --model "$model" --max-steps "$steps" --log-every 50 --no-validate >"$work/l$i" 2>&1
     ) &
   done
