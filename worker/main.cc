@@ -54,11 +54,14 @@ int FailBeforeJoining(const Status& error) {
 // would check first when it starts, in a millisecond, joining nothing and
 // writing nothing: its TF_CONFIG and the data files it reads (a training
 // task the training split, and the test split with --validate; the
-// evaluator loads both). Returns the exit code, 2 naming what is wrong.
+// evaluator the test split). Returns the exit code, 2 naming what is wrong.
 int CheckWithoutRunning(const WorkerOptions& options) {
   auto config = ResolveTfConfig(std::nullopt);
   Status s = config.status();
-  if (s.ok()) s = data::FashionMnist::CheckFiles(options.data_dir, config->IsEvaluator() || options.validate);
+  if (s.ok()) {
+    s = config->IsEvaluator() ? data::FashionMnist::CheckTestFiles(options.data_dir)
+                              : data::FashionMnist::CheckFiles(options.data_dir, options.validate);
+  }
   if (s.ok()) return kExitSuccess;
   std::cerr << "mirrored-worker: error: " << s.message() << "\n";
   return ExitCodeFor(s);

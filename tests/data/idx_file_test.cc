@@ -148,6 +148,20 @@ TEST_F(IdxFileTest, CheckFilesNamesTheFirstMissingOne) {
                    "no such file");
 }
 
+// An evaluator reads the test split only: the training files need not be
+// there (nor be read: 60,000 images an evaluator never uses).
+TEST_F(IdxFileTest, TheTestSplitAloneLoadsWithoutTheTrainingFiles) {
+  ExpectUsageError(FashionMnist::CheckTestFiles(dir_.string()), "t10k-images-idx3-ubyte.gz", "no such file");
+  WriteSplit("t10k", 3, 3);
+  EXPECT_TRUE(FashionMnist::CheckTestFiles(dir_.string()).ok());
+  auto ds = FashionMnist::LoadTest(dir_.string());
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  EXPECT_EQ(ds->train().size(), 0u);
+  EXPECT_EQ(ds->test().size(), 3u);
+  EXPECT_EQ(ds->test().label(2), 2);
+  ExpectUsageError(FashionMnist::CheckFiles(dir_.string()), "train-images-idx3-ubyte.gz", "no such file");
+}
+
 // The header check finds, from the header and the gzip length trailer alone,
 // what Read finds in the whole file: a wrong magic number, a truncated file,
 // trailing bytes (gzipped or plain). A damaged payload needs Read.

@@ -59,9 +59,18 @@ StatusOr<Dataset> FashionMnist::LoadSplit(const std::string& images_path, const 
 }
 
 Status FashionMnist::CheckFiles(const std::string& dir, bool with_test) {
+  return CheckSplitFiles(dir, /*with_train=*/true, with_test);
+}
+
+Status FashionMnist::CheckTestFiles(const std::string& dir) {
+  return CheckSplitFiles(dir, /*with_train=*/false, /*with_test=*/true);
+}
+
+Status FashionMnist::CheckSplitFiles(const std::string& dir, bool with_train, bool with_test) {
   for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
                            "t10k-labels-idx1-ubyte.gz"}) {
     if (!with_test && std::string_view(name).starts_with("t10k")) continue;
+    if (!with_train && std::string_view(name).starts_with("train")) continue;
     const std::string path = dir + "/" + name;
     if (::access(path.c_str(), R_OK) == 0) continue;
     if (errno == ENOENT || errno == ENOTDIR) {
@@ -71,6 +80,7 @@ Status FashionMnist::CheckFiles(const std::string& dir, bool with_test) {
   }
   for (const char* split : {"train", "t10k"}) {
     if (!with_test && std::string_view(split) == "t10k") continue;
+    if (!with_train && std::string_view(split) == "train") continue;
     const std::string images_path = dir + "/" + split + "-images-idx3-ubyte.gz";
     const std::string labels_path = dir + "/" + split + "-labels-idx1-ubyte.gz";
     MIRRORED_ASSIGN_OR_RETURN(std::vector<uint32_t> images, IdxFile::ReadHeader(images_path));
@@ -85,6 +95,13 @@ StatusOr<FashionMnist> FashionMnist::Load(const std::string& dir, bool with_test
   MIRRORED_ASSIGN_OR_RETURN(ds.train_, LoadSplit(dir + "/train-images-idx3-ubyte.gz", dir + "/train-labels-idx1-ubyte.gz",
                                                  cache));
   if (!with_test) return ds;
+  MIRRORED_ASSIGN_OR_RETURN(ds.test_, LoadSplit(dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz",
+                                                cache));
+  return ds;
+}
+
+StatusOr<FashionMnist> FashionMnist::LoadTest(const std::string& dir, const IdxCacheOptions& cache) {
+  FashionMnist ds;
   MIRRORED_ASSIGN_OR_RETURN(ds.test_, LoadSplit(dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz",
                                                 cache));
   return ds;

@@ -30,6 +30,10 @@ class FashionMnist {
   // the workers of one machine inflate them once and share one copy.
   static StatusOr<FashionMnist> Load(const std::string& dir, bool with_test = true,
                                      const IdxCacheOptions& cache = {.dir = IdxCacheDir()});
+  // The test split only (an evaluator): train() is then empty, and the
+  // training files need not be there.
+  static StatusOr<FashionMnist> LoadTest(const std::string& dir,
+                                         const IdxCacheOptions& cache = {.dir = IdxCacheDir()});
 
   // Whether Load's files are there, readable and whole, in a millisecond
   // (Load takes most of a second): a task checks before it joins a job, so
@@ -39,6 +43,8 @@ class FashionMnist {
   // not match fail here; a damaged payload only in Load. Errors: NotFound
   // (missing), PermissionDenied (unreadable), InvalidArgument, naming the file.
   static Status CheckFiles(const std::string& dir, bool with_test = true);
+  // CheckFiles for LoadTest's files.
+  static Status CheckTestFiles(const std::string& dir);
 
   // Loads one split from an explicit pair of files.
   static StatusOr<Dataset> LoadSplit(const std::string& images_path, const std::string& labels_path,
@@ -48,6 +54,8 @@ class FashionMnist {
   const Dataset& test() const { return test_; }
 
  private:
+  static Status CheckSplitFiles(const std::string& dir, bool with_train, bool with_test);
+
   Dataset train_;
   Dataset test_;
 };

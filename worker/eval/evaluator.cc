@@ -43,7 +43,7 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
     (void)EvaluatorLease::Stop(env, options.run_dir);
     return s;
   };
-  auto data = data::FashionMnist::Load(options.data_dir);
+  auto data = data::FashionMnist::LoadTest(options.data_dir);  // the test split is all it evaluates on
   if (!data.ok()) return setup_failed(data.status());
   auto log = EvaluationLog::Open(options.run_dir);
   if (!log.ok()) return setup_failed(log.status());
