@@ -105,6 +105,17 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
           << share << " (the cores / --workers)\n";
     }
   }
+  // Every CPU replica computes with at least one thread: more replicas
+  // than cores take turns on them, whatever OMP_NUM_THREADS says. Twice the
+  // cores (the demo's 2 x 2 on 2 cores) costs little; more is warned about.
+  const bool cpu_workers = options.visible_gpus.empty() || options.gpus_per_worker == 0;
+  const int64_t replica_threads = static_cast<int64_t>(workers_) * options.cpu_replicas.value_or(1);
+  if (cpu_workers && replica_threads > 2 * static_cast<int64_t>(cores)) {
+    err << "mirrored-launch: warning: " << workers_ << " worker(s) x " << options.cpu_replicas.value_or(1)
+        << " CPU replica(s) is " << replica_threads << " replicas, each computing with at least one thread, on "
+        << cores << " core(s): they will take turns on the cores (fewer replicas with a larger --batch-per-replica "
+           "train on the same global batch)\n";
+  }
 
   auto plan = PlanLocalJob(options);
   if (!plan.ok()) {

@@ -465,6 +465,29 @@ TEST_F(LaunchLocalTest, ClusterTasksListedAtOneHostShareItsCores) {
   }
 }
 
+// More CPU replicas than twice the cores take turns on them (each computes
+// with at least one thread): warned about; the demo's 2 x 2 on 2 cores not.
+TEST_F(LaunchLocalTest, ReplicasFarBeyondTheCoresAreWarnedAbout) {
+  const int cores = UsableCpuCores();
+  auto dry_run = [&](int workers, int replicas) {
+    auto child = ChildProcess::Spawn({kLauncher, "local", "--workers", std::to_string(workers), "--cpu-replicas",
+                                      std::to_string(replicas), "--gpus-per-worker", "0", "--dry-run",
+                                      "--worker-binary", kFakeWorker},
+                                     {"PATH=/usr/bin:/bin"});
+    EXPECT_TRUE(child.ok()) << child.status();
+    std::string out;
+    EXPECT_EQ(Finish(*child, &out), 0) << out;
+    return out;
+  };
+  std::string out = dry_run(cores + 1, 2);
+  EXPECT_NE(out.find("warning: " + std::to_string(cores + 1) + " worker(s) x 2 CPU replica(s) is " +
+                     std::to_string(2 * (cores + 1)) + " replicas"),
+            std::string::npos)
+      << out;
+  out = dry_run(std::max(1, cores), 2);
+  EXPECT_EQ(out.find("take turns on the cores"), std::string::npos) << out;
+}
+
 TEST_F(LaunchLocalTest, BadFlagsAreExitTwo) {
   std::string out;
   EXPECT_EQ(RunToEnd({"--workers", "0"}, &out), 2);
