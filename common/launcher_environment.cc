@@ -22,6 +22,11 @@ bool LauncherSaysTrainingEnded() {
   return value != nullptr && std::string_view(value) == "1";
 }
 
+bool LauncherSignalsTheWholeJob() {
+  const char* value = std::getenv(kWholeJobSignalledVariable);
+  return value != nullptr && std::string_view(value) == "1";
+}
+
 int LauncherLivenessFd() {
   const char* v = std::getenv(kLivenessFdVariable);
   if (v == nullptr || *v == '\0') return -1;

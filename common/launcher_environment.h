@@ -18,6 +18,9 @@ inline constexpr char kJobTokenVariable[] = "MIRRORED_JOB_TOKEN";
 // Set to 1 (or true, yes, on): check that every task runs the same
 // collectives (StrategyOptions::check_collectives).
 inline constexpr char kCheckCollectivesVariable[] = "MIRRORED_CHECK_COLLECTIVES";
+// "1" for the tasks of `mirrored-launch local`: every task of the job gets a
+// signal its launcher passes on at once (none is interrupted alone).
+inline constexpr char kWholeJobSignalledVariable[] = "MIRRORED_WHOLE_JOB_SIGNALLED";
 // A training task's file descriptor for signs of life to its launcher (a
 // byte every heartbeat round, "S" when heartbeats end): "3".
 inline constexpr char kLivenessFdVariable[] = "MIRRORED_LIVENESS_FD";
@@ -27,6 +30,8 @@ inline constexpr char kLivenessFdVariable[] = "MIRRORED_LIVENESS_FD";
 std::optional<int> LauncherGeneration();
 // MIRRORED_TRAINING_ENDED=1.
 bool LauncherSaysTrainingEnded();
+// MIRRORED_WHOLE_JOB_SIGNALLED=1.
+bool LauncherSignalsTheWholeJob();
 // MIRRORED_LIVENESS_FD: the launcher's liveness pipe, or -1.
 int LauncherLivenessFd();
 

@@ -145,10 +145,11 @@ int RunWorker(const WorkerOptions& options) {
     return Fail(task, data.status());
   }
 
-  // A Ctrl-C here ends this task as SIGINT does, but tells the others why
-  // first: they stop naming it, and their launchers do not restart the job.
+  // A Ctrl-C on this task's host alone ends it as SIGINT does, but tells the
+  // others why first: they stop naming it, and their launchers do not
+  // restart the job. Under `local` every task gets the Ctrl-C at once.
   std::optional<InterruptReport> interrupts;
-  if (!config->is_single_local_task) {
+  if (!config->is_single_local_task && !LauncherSignalsTheWholeJob()) {
     interrupts.emplace([&strategy](const Status& s) { (*strategy)->TellFailureBeforeEnding(s); });
   }
   auto summary = Train(options, **strategy, *data);

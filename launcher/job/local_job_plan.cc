@@ -30,7 +30,7 @@ bool IsLauncherSetKey(const std::string& entry) {
   return HasKey(entry, "TF_CONFIG") || HasKey(entry, "CUDA_VISIBLE_DEVICES") ||
          HasKey(entry, kJobTokenVariable) || HasKey(entry, kGenerationVariable) ||
          HasKey(entry, kTrainingEndedVariable) || HasKey(entry, "OMP_NUM_THREADS") ||
-         HasKey(entry, kLivenessFdVariable);
+         HasKey(entry, kLivenessFdVariable) || HasKey(entry, kWholeJobSignalledVariable);
 }
 
 std::string Join(const std::vector<std::string>& parts, const char* sep) {
@@ -179,6 +179,7 @@ std::vector<TaskLaunch> LocalJobPlan::Tasks(int generation,
     t.env.push_back("TF_CONFIG=" + tf_config.dump());
     t.env.push_back("MIRRORED_JOB_TOKEN=" + job_token_);
     t.env.push_back(std::string(kGenerationVariable) + "=" + std::to_string(generation));
+    t.env.push_back(std::string(kWholeJobSignalledVariable) + "=1");
     if (!options_.omp_num_threads.empty()) t.env.push_back("OMP_NUM_THREADS=" + options_.omp_num_threads);
     t.argv = {options_.worker_binary};
     t.argv.insert(t.argv.end(), options_.worker_args.begin(), options_.worker_args.end());

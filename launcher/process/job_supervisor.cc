@@ -17,6 +17,7 @@
 #include "common/launcher_environment.h"
 #include "common/seconds_text.h"
 #include "common/signal_name.h"
+#include "common/task_interrupt.h"
 #include "launcher/process/line_tee.h"
 
 namespace mirrored {

@@ -51,6 +51,7 @@ TEST(LocalJobPlanTest, EveryTaskGetsItsTfConfigTokenAndArguments) {
     EXPECT_EQ(tf["rpc_layer"], "grpc");
     EXPECT_EQ(EnvValue(t, "MIRRORED_JOB_TOKEN"), plan->job_token());
     EXPECT_EQ(EnvValue(t, "MIRRORED_GENERATION"), "3");
+    EXPECT_EQ(EnvValue(t, "MIRRORED_WHOLE_JOB_SIGNALLED"), "1");  // a Ctrl-C reaches every task at once
     EXPECT_EQ(EnvValue(t, "PATH"), "/bin");
     EXPECT_EQ(EnvValue(t, "MIRRORED_DATA_CACHE"), "/c");  // the user's own settings pass through
     // Only the supervisor says that training ended (to a restarted evaluator).

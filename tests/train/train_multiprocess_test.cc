@@ -110,20 +110,27 @@ TEST(TrainMultiprocessTest, KilledWorkerMakesTheOthersExitThreeNamingIt) {
 
 // A Ctrl-C on one host's task (SIGINT) ends it by SIGINT as before, but it
 // tells the job first: the others exit 3 naming the interruption, not a
-// lost connection (their launchers then do not restart the job).
-TEST(TrainMultiprocessTest, InterruptedWorkerTellsTheOthersWhy) {
+// lost connection (their launchers then do not restart the job). The chief
+// too: it serves the others, and its replies must leave before it dies.
+void ExpectInterruptedTaskTellsTheOthers(int victim) {
   auto tasks = StartWorkers(3, {"--cpu-replicas", "1"});
-  ExpectOthersExitThreeNaming(tasks, 1, SIGINT, 2s);
-  auto victim = tasks[1]->WaitExit(10s);
-  ASSERT_TRUE(victim.has_value()) << tasks[1]->output();
-  EXPECT_EQ(victim->signal, std::optional<int>(SIGINT)) << victim->ToString() << "\n" << tasks[1]->output();
-  for (int i : {0, 2}) {
-    EXPECT_NE(tasks[i]->output().find("task worker:1 failed at "), std::string::npos) << tasks[i]->output();
-    EXPECT_NE(tasks[i]->output().find("exited with error: CANCELLED: interrupted on its host (SIGINT: a Ctrl-C)"),
-              std::string::npos)
-        << tasks[i]->output();
+  ExpectOthersExitThreeNaming(tasks, victim, SIGINT, 2s);
+  auto interrupted = tasks[victim]->WaitExit(10s);
+  ASSERT_TRUE(interrupted.has_value()) << tasks[victim]->output();
+  EXPECT_EQ(interrupted->signal, std::optional<int>(SIGINT)) << interrupted->ToString() << "\n"
+                                                             << tasks[victim]->output();
+  for (int i = 0; i < 3; ++i) {
+    if (i == victim) continue;
+    const std::string out = tasks[i]->output();
+    EXPECT_NE(out.find("task worker:" + std::to_string(victim) + " failed at "), std::string::npos) << out;
+    EXPECT_NE(out.find("exited with error: CANCELLED: interrupted on its host (SIGINT: a Ctrl-C)"), std::string::npos)
+        << out;
   }
 }
+
+TEST(TrainMultiprocessTest, InterruptedWorkerTellsTheOthersWhy) { ExpectInterruptedTaskTellsTheOthers(1); }
+
+TEST(TrainMultiprocessTest, InterruptedChiefTellsTheOthersWhy) { ExpectInterruptedTaskTellsTheOthers(0); }
 
 TEST(TrainMultiprocessTest, FrozenWorkerMakesTheOthersExitThreeWithinHeartbeatTimeout) {
   auto tasks = StartWorkers(3, {"--cpu-replicas", "1"});

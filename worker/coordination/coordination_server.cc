@@ -129,6 +129,7 @@ StatusOr<std::unique_ptr<CoordinationServer>> CoordinationServer::Start(
 CoordinationServer::~CoordinationServer() { Stop(); }
 
 void CoordinationServer::Stop(int64_t grace_ms) {
+  std::lock_guard<std::mutex> lock(stop_mu_);
   if (!server_) return;
   service_->Stop();
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(grace_ms));

@@ -11,6 +11,7 @@
 #include <grpcpp/server.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "common/status.h"
@@ -35,6 +36,7 @@ class CoordinationServer {
   // then the server, giving in-flight replies up to `grace_ms` to leave.
   // After a job failure use a short grace: a frozen (SIGSTOPped) peer never
   // reads its reply and would hold the whole grace period.
+  // Thread-safe and idempotent.
   void Stop(int64_t grace_ms = 2000);
 
   int port() const { return port_; }
@@ -46,6 +48,7 @@ class CoordinationServer {
 
   coordination::CoordinationService* const service_;
   CoordinationRpcHandler handler_;
+  std::mutex stop_mu_;  // Stop() from the main thread and a signal's watcher
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::string bound_address_;

@@ -10,11 +10,13 @@
 //   ... train ...   // a SIGINT meanwhile: reported, then the process dies of it
 #pragma once
 
+#include <signal.h>
+
 #include <chrono>
 #include <functional>
 #include <thread>
 
-#include "common/signal_name.h"
+#include "common/task_interrupt.h"
 #include "common/status.h"
 
 namespace mirrored {
@@ -23,10 +25,11 @@ inline constexpr auto kInterruptReportWait = std::chrono::seconds(2);
 
 class InterruptReport {
  public:
-  // Installs the SIGINT handler; `report` runs on a thread of this class
-  // with Cancelled(kInterruptedOnItsHost). One instance at a time.
+  // Installs the SIGINT handler, unless SIGINT is ignored (nohup); `report`
+  // runs on a thread of this class with Cancelled(kInterruptedOnItsHost).
+  // One instance at a time.
   explicit InterruptReport(std::function<void(const Status&)> report);
-  // Restores SIGINT's default action.
+  // Restores SIGINT's earlier action.
   ~InterruptReport();
 
   InterruptReport(const InterruptReport&) = delete;
@@ -36,7 +39,8 @@ class InterruptReport {
   void Watch();
 
   std::function<void(const Status&)> report_;
-  int pipe_[2] = {-1, -1};
+  bool installed_ = false;
+  struct sigaction previous_ {};
   std::thread thread_;
 };
 

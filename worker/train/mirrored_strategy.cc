@@ -439,7 +439,11 @@ Status MirroredStrategy::job_error() const {
 }
 
 void MirroredStrategy::TellFailureBeforeEnding(const Status& error) {
-  if (agent_) (void)agent_->TellFailure(error);
+  if (!agent_) return;
+  (void)agent_->TellFailure(error);
+  // The chief hosts the service: its replies telling the others must leave
+  // before this process ends, or they would see only a lost connection.
+  if (server_) server_->Stop(/*grace_ms=*/1000);
 }
 
 void MirroredStrategy::ReportError(const Status& error) {
