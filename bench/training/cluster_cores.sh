@@ -24,28 +24,37 @@ trap 'rm -rf "$work"' EXIT
 cores=$(nproc)
 port=$((20000 + RANDOM % 20000))
 
-# run OMP_VALUE (empty: the launcher's share) -> the chief's last samples/s
+# run OMP_VALUE PORT (OMP_VALUE empty: the launcher's share) -> the chief's
+# last samples/s; a failed run prints its logs and stops the script
 run() {
-  local omp=$1 i
-  port=$((port + 2))
+  local omp=$1 port=$2 i
   local cluster='{"worker":["127.0.0.1:'$port'","127.0.0.1:'$((port + 1))'"]}'
+  local pids=()
   rm -rf "$work"/r*
   for i in 0 1; do
     (
+      unset OMP_NUM_THREADS
       [ -n "$omp" ] && export OMP_NUM_THREADS=$omp
       export MIRRORED_JOB_TOKEN=bench
-      TF_CONFIG='{"cluster":'$cluster',"task":{"type":"worker","index":'$i'}}' exec "$bin/mirrored-launch" cluster --run-dir "$work/r$i" -- \
-        --model "$model" --max-steps "$steps" --log-every 50 --no-validate >"$work/l$i" 2>&1
+      TF_CONFIG='{"cluster":'$cluster',"task":{"type":"worker","index":'$i'}}' exec "$bin/mirrored-launch" cluster \
+        --run-dir "$work/r$i" -- --model "$model" --max-steps "$steps" --log-every 50 --no-validate >"$work/l$i" 2>&1
     ) &
+    pids+=($!)
   done
-  wait
+  local failed=0
+  for i in 0 1; do wait "${pids[$i]}" || failed=1; done
+  if [ "$failed" = 1 ] || ! grep -q "step $steps/$steps" "$work/l0"; then
+    echo "cluster_cores.sh: a run failed (OMP_NUM_THREADS '${omp:-share}'); its logs:" >&2
+    tail -n 20 "$work/l0" "$work/l1" >&2
+    exit 1
+  fi
   grep -o "step $steps/$steps.*samples/s [0-9]*" "$work/l0" | grep -o '[0-9]*$'
 }
 
 echo "# 2 cluster tasks at one host, $model, $steps steps, 1 CPU replica each; $cores cores; $(date -u +%F)"
 printf '# %-8s %18s %18s %8s\n' repeat every-core/s share/s ratio
 for r in $(seq "$repeats"); do
-  a=$(run "$cores")
-  b=$(run "")
+  a=$(run "$cores" $((port + 4 * r)))
+  b=$(run "" $((port + 4 * r + 2)))
   printf '  %-8s %18s %18s %8.2f\n' "$r" "$a" "$b" "$(echo "$b / $a" | bc -l)"
 done

@@ -32,6 +32,12 @@ TEST(EvaluationSummaryTest, NothingNewAfterACheckpointEvaluatedBeforeNamesIt) {
   EXPECT_EQ(s.LastLine(),
             "evaluator stopped after 0 checkpoint(s): nothing new after ckpt-100, evaluated before (recorded in the "
             "evaluator lease)");
+  // A newer checkpoint skipped (damaged) was something new.
+  s.skipped = 1;
+  const std::string line = s.LastLine();
+  EXPECT_EQ(line.find("nothing new"), std::string::npos) << line;
+  EXPECT_NE(line.find("; the newest evaluated, ckpt-100, evaluated before"), std::string::npos) << line;
+  s.skipped = 0;
   s.evaluated_before = -1;
   EXPECT_EQ(s.LastLine(), "evaluator stopped after 0 checkpoint(s) without the final one");
 }

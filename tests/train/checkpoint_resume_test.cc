@@ -634,11 +634,11 @@ TEST_F(CheckpointResumeTest, EvaluatorWhoseFinalCheckpointIsDamagedSaysSo) {
   };
   const std::string tf_config = R"(TF_CONFIG={"cluster":{"worker":["127.0.0.1:1"]},"task":{"type":"evaluator","index":0}})";
 
-  // Repaired between the two looks, 5 s apart: far longer than the test
-  // takes to react to the first.
+  // Repaired between the two looks, 10 s apart: far longer than the test
+  // takes to react to the first, even on a loaded machine.
   overwrite(bad);
   auto repaired = testing_util::WorkerProcess::Start(
-      {kBin + "/mirrored-worker", "--run-dir", run.string(), "--poll-interval", "5"}, {"PATH=/usr/bin:/bin", tf_config});
+      {kBin + "/mirrored-worker", "--run-dir", run.string(), "--poll-interval", "10"}, {"PATH=/usr/bin:/bin", tf_config});
   ASSERT_TRUE(repaired.ok()) << repaired.status();
   ASSERT_TRUE((*repaired)->WaitForOutput("skipping ckpt-20: ", 60s)) << (*repaired)->output();
   overwrite(good);
@@ -704,11 +704,11 @@ TEST_F(CheckpointResumeTest, AnOlderCheckpointSkippedOnceGetsItsSecondLookBefore
             std::string::npos)
       << damaged.output;
 
-  // Repaired between the two looks, 5 s apart: far longer than the test
-  // takes to react to the first.
+  // Repaired between the two looks, 10 s apart: far longer than the test
+  // takes to react to the first, even on a loaded machine.
   fs::remove(run / "checkpoints" / "eval-lease");
   auto repaired = testing_util::WorkerProcess::Start(
-      {kBin + "/mirrored-worker", "--run-dir", run.string(), "--poll-interval", "5"}, {"PATH=/usr/bin:/bin", tf_config});
+      {kBin + "/mirrored-worker", "--run-dir", run.string(), "--poll-interval", "10"}, {"PATH=/usr/bin:/bin", tf_config});
   ASSERT_TRUE(repaired.ok()) << repaired.status();
   ASSERT_TRUE((*repaired)->WaitForOutput("skipping ckpt-10: ", 60s)) << (*repaired)->output();
   overwrite(good);

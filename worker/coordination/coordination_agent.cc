@@ -230,7 +230,14 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
                               resp.status().message().find(kPreviousProcessStillRunning) != std::string_view::npos;
     if (claim_waiting && !told_to_wait &&
         (code == StatusCode::kUnavailable || code == StatusCode::kCancelled || code == StatusCode::kDeadlineExceeded)) {
-      if (code == StatusCode::kDeadlineExceeded && Now() >= deadline) return claim_wait_ran_out();
+      if (code == StatusCode::kDeadlineExceeded && Now() >= deadline) {
+        // The last call went unanswered: the service may be gone as well.
+        return InvalidArgumentError(
+            "task " + options_.task_name + ": this second process claiming it spent its registration timeout (" +
+            std::to_string(options_.registration_timeout_ms) + " ms) waiting for the task's process on this host "
+            "to end, and " + ServiceName() + " did not answer its last call: either that process still runs (stop "
+            "it, or check TF_CONFIG's \"task\" here) or the job's chief is gone (run the job again)");
+      }
       if (!WaitBeforeRegisteringAgain(deadline, std::chrono::milliseconds(0))) {
         return CancelledError("task " + options_.task_name + ": stopped while registering");  // its own cancel
       }

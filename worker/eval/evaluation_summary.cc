@@ -43,8 +43,9 @@ std::string EvaluationSummary::LastLine() const {
       return stopped + "; ckpt-" + std::to_string(evaluated_before) +
              ", final in its state.json, was evaluated before (recorded in the evaluator lease)";
     }
-    return stopped + ": nothing new after ckpt-" + std::to_string(evaluated_before) +
-           ", evaluated before (recorded in the evaluator lease)";
+    // Skipped ones were new: not "nothing new".
+    return stopped + (skipped > 0 ? "; the newest evaluated, ckpt-" : ": nothing new after ckpt-") +
+           std::to_string(evaluated_before) + ", evaluated before (recorded in the evaluator lease)";
   }
   return stopped + " without the final one";
 }
