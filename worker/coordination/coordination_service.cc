@@ -1,52 +1,19 @@
 #include "worker/coordination/coordination_service.h"
 
-#include <arpa/inet.h>
-
 #include <chrono>
-#include <random>
 #include <utility>
 
 #include "common/logging.h"
-#include "common/seconds_text.h"
 #include "worker/coordination/nccl_unique_id.h"
-#include "worker/coordination/task_claim.h"
+#include "worker/coordination/peer_host.h"
 
 namespace mirrored::coordination {
 namespace {
-
-// gRPC's peer "ipv4:10.0.0.2:41234" -> "10.0.0.2", "ipv6:[::1]:41234" ->
-// "[::1]"; anything else as it is.
-std::string PeerHost(std::string peer) {
-  if (peer.rfind("ipv4:", 0) != 0 && peer.rfind("ipv6:", 0) != 0) return peer;
-  peer.erase(0, 5);
-  const size_t port = peer.rfind(':');
-  if (port != std::string::npos && port > 0 && (peer.front() != '[' || peer[port - 1] == ']')) peer.resize(port);
-  return peer;
-}
-
-// "[::1]" -> "::1"; anything else as it is.
-std::string Unbracketed(const std::string& host) {
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') return host.substr(1, host.size() - 2);
-  return host;
-}
-
-bool IsIpLiteral(const std::string& host) {
-  in6_addr v6{};
-  in_addr v4{};
-  return inet_pton(AF_INET, host.c_str(), &v4) == 1 || inet_pton(AF_INET6, host.c_str(), &v6) == 1;
-}
 
 int64_t SteadyNowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-// A claimant told to wait registers again within a second or so (the
-// agent's backoff); one silent this long has gone and is forgotten.
-constexpr int64_t kWaitingClaimForgottenAfterMs = 10000;
-Status ServiceStopped() {
-  return UnavailableError("coordination service stopped (the chief is shutting down)");
 }
 
 }  // namespace
@@ -76,7 +43,8 @@ CoordinationService::CoordinationService(CoordinationServiceOptions options)
     : options_(std::move(options)),
       registration_deadline_ms_(options_.now_ms() + options_.registration_timeout_ms),
       registration_note_ms_(options_.now_ms()),
-      barriers_(options_.tasks.size()) {
+      barriers_(options_.tasks.size()),
+      exit_barrier_(options_.tasks.size(), options_.shutdown_timeout_ms) {
   for (const auto& name : options_.tasks) {
     Task t;
     t.name = name;
@@ -115,12 +83,8 @@ void CoordinationService::Stop() {
       }
       pending_registrations_.clear();
       barriers_.FailAll(s, &deferred);
-      for (auto& [id, p] : polls_) deferred.push_back([done = std::move(p.done), s] { done(s); });
-      polls_.clear();
-      for (auto& done : shutdown_waiters_) {
-        deferred.push_back([done = std::move(done), s] { done(s); });
-      }
-      shutdown_waiters_.clear();
+      polls_.AnswerAll(s, &deferred);
+      exit_barrier_.FailAll(s, &deferred);
     }
     thread = std::move(deadline_thread_);
   }
@@ -156,197 +120,6 @@ Status CoordinationService::CheckCallerLocked(const std::string& task, uint64_t 
                         std::to_string(t.incarnation));
   }
   return OkStatus();
-}
-
-void CoordinationService::RegisterTaskAsync(const Registration& registration, RegisterCallback done) {
-  const auto& [task, incarnation, device_count, cluster, peer, restarted] = registration;
-  const std::string host = peer.empty() ? "" : PeerHost(peer);
-  Deferred deferred;
-  Status immediate;
-  std::optional<RegisteredView> answer;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    const int index = IndexOf(task);
-    if (stopped_ && index >= 0 && tasks_[index].waiting_claims.count(incarnation) > 0) {
-      // It was waiting for the task's process to end: what became of it
-      // (failed, as told to every task; or the job is over), not a bare
-      // "stopped" that would leave it registering until its deadline.
-      immediate = job_error_ ? *job_error_
-                             : ClaimOnAnEndedJob(task, "its coordination service stopped (the chief is shutting down)",
-                                                 host.empty() ? "?" : host, /*waited=*/true);
-    } else if (stopped_) {
-      immediate = ServiceStopped();
-    } else if (!view_ && !registration_error_ && !cluster.empty() && !options_.cluster.empty() &&
-               cluster != options_.cluster) {
-      immediate = RefuseOtherClusterLocked(task, cluster, index, &deferred);
-    } else if (index < 0) {
-      int dummy;
-      immediate = CheckCallerLocked(task, incarnation, &dummy);
-    } else if (device_count < 1) {
-      immediate = InvalidArgumentError("task " + task + " registered with " +
-                                       std::to_string(device_count) +
-                                       " local devices; it needs at least 1");
-    } else if (job_error_) {
-      immediate = *job_error_;
-      tasks_[index].told_failure = true;
-      told_cv_.notify_all();
-    } else if (registration_error_) {
-      immediate = *registration_error_;
-      tasks_[index].told_failure = true;
-      told_cv_.notify_all();
-    } else {
-      Task& t = tasks_[index];
-      const int64_t now = options_.now_ms();
-      std::erase_if(t.waiting_claims, [&](const auto& claim) {
-        return now - claim.second.last_asked_ms > kWaitingClaimForgottenAfterMs;
-      });
-      const auto waiting = t.waiting_claims.find(incarnation);
-      const ClaimVerdict verdict = JudgeTaskClaim(
-          ClaimedTaskLocked(index),
-          {.incarnation = incarnation,
-           .host = host,
-           .host_listed = ListedAt(index, host),
-           .restarted = restarted,
-           .told_to_wait_ms = waiting == t.waiting_claims.end() ? std::nullopt
-                                                                : std::optional(waiting->second.first_told_ms)},
-          {.job_formed = view_.has_value(), .heartbeat_timeout_ms = options_.heartbeat_timeout_ms}, now);
-      switch (verdict.kind) {
-        case ClaimVerdict::Kind::kSameProcess:
-          answer = *view_;  // a retried Register of the same process
-          answer->task_index = index;
-          break;
-        case ClaimVerdict::Kind::kWait:
-          t.waiting_claims[incarnation] = {.first_told_ms = verdict.first_told_to_wait_ms, .last_asked_ms = now};
-          immediate = verdict.answer;
-          break;
-        case ClaimVerdict::Kind::kRefuse:
-          t.waiting_claims.erase(incarnation);
-          immediate = verdict.answer;
-          break;
-        case ClaimVerdict::Kind::kRestart:
-          FailTaskLocked(index, verdict.failure, &deferred);
-          immediate = *job_error_;
-          break;
-        case ClaimVerdict::Kind::kReplace:
-          SupersedeRegistrationLocked(index, host, &deferred);
-          [[fallthrough]];
-        case ClaimVerdict::Kind::kRegister:
-          TakeTaskLocked(index, registration, host, std::move(done), &deferred);
-          break;
-      }
-    }
-  }
-  Run(deferred);
-  if (answer) {
-    done(*answer);
-  } else if (!immediate.ok()) {
-    done(immediate);
-  }
-}
-
-Status CoordinationService::RefuseOtherClusterLocked(const std::string& task, const std::string& cluster, int index,
-                                                     Deferred* deferred) {
-  // Tasks started from different TF_CONFIG clusters would wait for tasks
-  // the chief never expects (or meet collectives of another size): a
-  // configuration error for every task, at once.
-  registration_error_ = InvalidArgumentError(
-      "task " + task + " was started with another cluster than the chief's: its TF_CONFIG lists the training "
-      "tasks [" + cluster + "], the chief's [" + options_.cluster +
-      "]; every task of a job needs the same \"cluster\" (only \"task\" differs)");
-  for (auto& [pending_index, pending_done] : pending_registrations_) {
-    tasks_[pending_index].told_failure = true;
-    deferred->push_back([d = std::move(pending_done), e = *registration_error_] { d(e); });
-  }
-  pending_registrations_.clear();
-  if (index >= 0) tasks_[index].told_failure = true;
-  told_cv_.notify_all();
-  return *registration_error_;
-}
-
-ClaimedTask CoordinationService::ClaimedTaskLocked(int index) const {
-  const Task& t = tasks_[index];
-  bool polling = false;
-  for (const auto& [id, poll] : polls_) {
-    polling = polling || (poll.task_index == index && poll.incarnation == t.incarnation);
-  }
-  return {.name = t.name,
-          .state = t.state,
-          .incarnation = t.incarnation,
-          .host = t.host,
-          .host_listed = ListedAt(index, t.host),
-          .last_heartbeat_ms = t.last_heartbeat_ms,
-          .polling = polling,
-          .waiting_claims = t.waiting_claims.size()};
-}
-
-void CoordinationService::SupersedeRegistrationLocked(int index, const std::string& host, Deferred* deferred) {
-  const std::string task = tasks_[index].name;
-  const std::string from = host.empty() ? "" : " from " + host;
-  for (auto it = pending_registrations_.begin(); it != pending_registrations_.end();) {
-    if (it->first == index) {
-      deferred->push_back([d = std::move(it->second), task, from] {
-        d(AbortedError("registration of task " + task + " superseded by a newer process claiming it" + from +
-                       " (a restart of this task, or another host given the same task in TF_CONFIG)"));
-      });
-      it = pending_registrations_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
-void CoordinationService::TakeTaskLocked(int index, const Registration& registration, const std::string& host,
-                                         RegisterCallback done, Deferred* deferred) {
-  Task& t = tasks_[index];
-  t.state = TaskState::kConnected;
-  t.incarnation = registration.incarnation;
-  t.device_count = registration.device_count;
-  t.host = host;
-  pending_registrations_.emplace_back(index, std::move(done));
-  bool all = true;
-  for (const Task& other : tasks_) all = all && other.state == TaskState::kConnected;
-  if (all) CompleteRegistrationLocked(deferred);
-}
-
-bool CoordinationService::ListedAt(int index, const std::string& peer_host) const {
-  if (static_cast<size_t>(index) >= options_.task_hosts.size()) return false;
-  const std::string listed = Unbracketed(options_.task_hosts[static_cast<size_t>(index)]);
-  return !peer_host.empty() && IsIpLiteral(listed) && listed == Unbracketed(peer_host);
-}
-
-void CoordinationService::CompleteRegistrationLocked(Deferred* deferred) {
-  StatusOr<ClusterView> view = [&]() -> StatusOr<ClusterView> {
-    MIRRORED_ASSIGN_OR_RETURN(std::string id, options_.make_nccl_unique_id());
-    std::vector<std::string> names;
-    std::vector<int> counts;
-    for (const Task& t : tasks_) {
-      names.push_back(t.name);
-      counts.push_back(t.device_count);
-    }
-    std::random_device rd;
-    const uint64_t generation = (uint64_t{rd()} << 32) | rd();
-    return BuildClusterView(names, counts, std::move(id), generation);
-  }();
-  if (!view.ok()) {
-    registration_error_ = view.status();
-    told_cv_.notify_all();
-  } else {
-    view_ = RegisteredView{*view, -1};
-    const int64_t now = options_.now_ms();
-    for (Task& t : tasks_) t.last_heartbeat_ms = now;
-    MIRRORED_LOG(INFO) << (tasks_.size() == 1 ? "the task registered; " : "all " + std::to_string(tasks_.size()) + " tasks registered; ")
-                       << view_->view.DebugString();
-  }
-  for (auto& [index, done] : pending_registrations_) {
-    if (view.ok()) {
-      RegisteredView mine{*view, index};
-      deferred->push_back([done = std::move(done), mine = std::move(mine)] { done(mine); });
-    } else {
-      tasks_[index].told_failure = true;
-      deferred->push_back([done = std::move(done), s = view.status()] { done(s); });
-    }
-  }
-  pending_registrations_.clear();
 }
 
 Status CoordinationService::Heartbeat(const std::string& task, uint64_t incarnation, uint64_t collectives) {
@@ -391,9 +164,7 @@ uint64_t CoordinationService::PollForErrorAsync(const std::string& task, uint64_
       } else if (tasks_[index].state == TaskState::kShutdown) {
         // OK: the job already finished cleanly.
       } else {
-        const uint64_t id = next_poll_id_++;
-        polls_.emplace(id, Poll{index, incarnation, std::move(done)});
-        return id;
+        return polls_.Open(index, incarnation, std::move(done));
       }
     }
   }
@@ -406,14 +177,12 @@ void CoordinationService::CancelPoll(uint64_t poll_id) {
   StatusCallback done;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = polls_.find(poll_id);
-    if (it == polls_.end()) return;
-    Poll poll = std::move(it->second);
-    polls_.erase(it);
-    done = std::move(poll.done);
-    Task& t = tasks_[poll.task_index];
-    if (!stopped_ && t.state == TaskState::kConnected && t.incarnation == poll.incarnation) {
-      FailTaskLocked(poll.task_index,
+    std::optional<ErrorPollTable::Poll> poll = polls_.Close(poll_id);
+    if (!poll) return;
+    done = std::move(poll->done);
+    Task& t = tasks_[poll->task_index];
+    if (!stopped_ && t.state == TaskState::kConnected && t.incarnation == poll->incarnation) {
+      FailTaskLocked(poll->task_index,
                      "connection lost (its process died or its network went away)", &deferred);
     }
   }
@@ -459,32 +228,9 @@ void CoordinationService::FailTaskLocked(int index, std::string what, Deferred* 
   }
   pending_registrations_.clear();
   barriers_.FailAll(error, deferred);
-  for (auto& [id, p] : polls_) {
-    deferred->push_back([done = std::move(p.done), error] { done(error); });
-  }
-  polls_.clear();
-  for (auto& done : shutdown_waiters_) {
-    deferred->push_back([done = std::move(done), error] { done(error); });
-  }
-  shutdown_waiters_.clear();
+  polls_.AnswerAll(error, deferred);
+  exit_barrier_.FailAll(error, deferred);
   deferred->push_back([this, error] { kv_.AbortWaiters(error); });
-}
-
-std::vector<std::string> CoordinationService::WaitUntilEveryTaskKnowsFailure(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  auto not_told = [this] {
-    std::vector<std::string> names;
-    // Once the job formed, every task's error poll tells it; the tasks
-    // missing at the registration timeout are its cause, not its audience.
-    const bool to_tell = !view_ && (job_error_ || (registration_error_ && !registration_timed_out_));
-    if (!to_tell) return names;
-    for (const Task& t : tasks_) {
-      if (t.state != TaskState::kFailed && !t.told_failure) names.push_back(t.name);
-    }
-    return names;
-  };
-  told_cv_.wait_for(lock, timeout, [&] { return stopped_ || not_told().empty(); });
-  return not_told();
 }
 
 Status CoordinationService::KeyValueSet(const std::string& key, std::string value,
@@ -545,27 +291,16 @@ void CoordinationService::ShutdownTaskAsync(const std::string& task, uint64_t in
     } else if (tasks_[index].state == TaskState::kShutdown) {
       deferred.push_back([done = std::move(done)] { done(OkStatus()); });
     } else {
-      if (shutdown_arrived_.empty()) {
-        shutdown_deadline_ms_ = options_.now_ms() + options_.shutdown_timeout_ms;
-      }
       tasks_[index].state = TaskState::kShuttingDown;
-      shutdown_arrived_.insert(index);
-      shutdown_waiters_.push_back(std::move(done));
-      MaybeFinishShutdownLocked(&deferred);
+      if (exit_barrier_.Arrive(index, options_.now_ms(), std::move(done), &deferred)) {
+        for (Task& t : tasks_) t.state = TaskState::kShutdown;
+        polls_.AnswerAll(OkStatus(), &deferred);
+        MIRRORED_LOG(INFO) << "exit barrier passed by all " << tasks_.size() << " tasks";
+      }
     }
   }
   Run(deferred);
   if (!immediate.ok()) done(immediate);
-}
-
-void CoordinationService::MaybeFinishShutdownLocked(Deferred* deferred) {
-  if (shutdown_arrived_.size() != tasks_.size()) return;
-  for (Task& t : tasks_) t.state = TaskState::kShutdown;
-  for (auto& d : shutdown_waiters_) deferred->push_back([d = std::move(d)] { d(OkStatus()); });
-  shutdown_waiters_.clear();
-  for (auto& [id, p] : polls_) deferred->push_back([d = std::move(p.done)] { d(OkStatus()); });
-  polls_.clear();
-  MIRRORED_LOG(INFO) << "exit barrier passed by all " << tasks_.size() << " tasks";
 }
 
 std::string CoordinationService::TasksNotIn(const std::set<int>& arrived, bool skip_failed) const {
@@ -583,21 +318,7 @@ std::string CoordinationService::TasksNotIn(const std::set<int>& arrived, bool s
 void CoordinationService::NoteRefusedCall(const std::string& peer) {
   const std::string host = PeerHost(peer);
   std::lock_guard<std::mutex> lock(mu_);
-  if (refused_hosts_.size() >= 16 && !refused_hosts_.count(host)) return;  // enough to name the culprits
-  if (refused_hosts_[host]++ == 0) {
-    MIRRORED_LOG(WARNING) << "refused a call from " << host
-                          << ": missing or wrong job token (every task of the job needs the same MIRRORED_JOB_TOKEN)";
-  }
-}
-
-std::string CoordinationService::RefusedNoteLocked() const {
-  if (refused_hosts_.empty()) return "";
-  std::string hosts;
-  for (const auto& [host, calls] : refused_hosts_) {
-    hosts += (hosts.empty() ? "" : ", ") + host + " (" + std::to_string(calls) + (calls == 1 ? " call)" : " calls)");
-  }
-  return "; calls refused for a missing or wrong job token came from " + hosts +
-         ": every task of the job needs the same MIRRORED_JOB_TOKEN";
+  refused_calls_.Note(host);
 }
 
 int64_t CoordinationService::CheckDeadlinesAfter(int64_t previous_round_ms) {
@@ -621,43 +342,7 @@ void CoordinationService::CheckDeadlines() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_) return;
-    if (!view_ && !registration_error_ && now >= registration_deadline_ms_) {
-      std::set<int> registered;
-      for (size_t i = 0; i < tasks_.size(); ++i) {
-        if (tasks_[i].state == TaskState::kConnected) registered.insert(static_cast<int>(i));
-      }
-      // Calls refused for a wrong token while tasks were missing: most
-      // likely those tasks, with another MIRRORED_JOB_TOKEN, which no
-      // restart fixes (exit 2, as the refused task's own).
-      const std::string message =
-          "registration timed out after " + std::to_string(options_.registration_timeout_ms) +
-          " ms: tasks never registered: " + TasksNotIn(registered, false) + " (" + std::to_string(registered.size()) +
-          " of " + std::to_string(tasks_.size()) + " registered); check that they were started and can reach the chief" +
-          RefusedNoteLocked();
-      registration_error_ =
-          refused_hosts_.empty() ? DeadlineExceededError(message) : InvalidArgumentError(message);
-      registration_timed_out_ = true;
-      told_cv_.notify_all();  // nothing more to tell: see WaitUntilEveryTaskKnowsFailure
-      MIRRORED_LOG(ERROR) << registration_error_->message();
-      for (auto& [i, done] : pending_registrations_) {
-        tasks_[i].told_failure = true;
-        deferred.push_back([done = std::move(done), s = *registration_error_] { done(s); });
-      }
-      pending_registrations_.clear();
-    }
-    // A long wait for the job to form is said every 30 s, naming the tasks
-    // still missing, rather than in silence until the timeout.
-    if (!view_ && !registration_error_ && now - registration_note_ms_ >= 30000) {
-      registration_note_ms_ = now;
-      std::set<int> registered;
-      for (size_t i = 0; i < tasks_.size(); ++i) {
-        if (tasks_[i].state == TaskState::kConnected) registered.insert(static_cast<int>(i));
-      }
-      MIRRORED_LOG(INFO) << "still waiting for tasks to register: " << TasksNotIn(registered, false) << " ("
-                         << registered.size() << " of " << tasks_.size() << " registered; "
-                         << SecondsText(std::chrono::milliseconds(registration_deadline_ms_ - now))
-                         << " left of the registration timeout)" << RefusedNoteLocked();
-    }
+    CheckRegistrationDeadlineLocked(now, &deferred);
     if (view_ && !job_error_) {
       for (size_t i = 0; i < tasks_.size(); ++i) {
         const Task& t = tasks_[i];
@@ -674,13 +359,8 @@ void CoordinationService::CheckDeadlines() {
     barriers_.Expire(
         now, [this](const std::set<int>& arrived) { return TasksNotIn(arrived, false); },
         &deferred);
-    if (!shutdown_waiters_.empty() && now >= shutdown_deadline_ms_) {
-      const Status s = DeadlineExceededError(
-          "exit barrier timed out after " + std::to_string(options_.shutdown_timeout_ms) +
-          " ms; tasks still running: " + TasksNotIn(shutdown_arrived_, true));
-      for (auto& d : shutdown_waiters_) deferred.push_back([d = std::move(d), s] { d(s); });
-      shutdown_waiters_.clear();
-    }
+    exit_barrier_.Expire(
+        now, [this](const std::set<int>& arrived) { return TasksNotIn(arrived, true); }, &deferred);
   }
   Run(deferred);
   kv_.ExpireWaiters(now);
@@ -706,6 +386,10 @@ TaskState CoordinationService::task_state(const std::string& task) const {
   std::lock_guard<std::mutex> lock(mu_);
   const int index = IndexOf(task);
   return index < 0 ? TaskState::kUnregistered : tasks_[index].state;
+}
+
+Status CoordinationService::ServiceStopped() {
+  return UnavailableError("coordination service stopped (the chief is shutting down)");
 }
 
 void CoordinationService::Run(Deferred& deferred) {

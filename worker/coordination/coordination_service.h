@@ -2,7 +2,10 @@
 // registry and rendezvous (ranks, NCCL id), key-value store, named barriers,
 // heartbeat staleness, failure propagation and the exit barrier. No gRPC
 // here: CoordinationRpcHandler adapts it; tests drive it directly with a
-// fake clock and CheckDeadlines().
+// fake clock and CheckDeadlines(). Its parts: KeyValueStore, BarrierTable
+// (named barriers), ExitBarrier, ErrorPollTable, JudgeTaskClaim (a claim to
+// a task), RefusedCallLog (calls with a wrong job token); how the job forms
+// is in coordination_service_registration.cc.
 //
 //   auto service = CoordinationService::Create({.tasks = {"chief:0", "worker:0"}});
 //   (*service)->StartDeadlineThread();
@@ -45,7 +48,10 @@
 #include "common/status.h"
 #include "worker/coordination/barrier_table.h"
 #include "worker/coordination/cluster_view.h"
+#include "worker/coordination/error_poll_table.h"
+#include "worker/coordination/exit_barrier.h"
 #include "worker/coordination/key_value_store.h"
+#include "worker/coordination/refused_call_log.h"
 #include "worker/coordination/task_claim.h"
 #include "worker/coordination/task_failure.h"
 #include "worker/coordination/task_state.h"
@@ -239,11 +245,6 @@ class CoordinationService {
     // other's). Forgotten once refused, or once it stops asking.
     std::map<uint64_t, WaitingClaim> waiting_claims;
   };
-  struct Poll {
-    int task_index;
-    uint64_t incarnation;
-    StatusCallback done;
-  };
   // Callbacks to run once the lock is released.
   using Deferred = std::vector<std::function<void()>>;
 
@@ -255,6 +256,9 @@ class CoordinationService {
   // everything pending. Requires mu_.
   void FailTaskLocked(int index, std::string what, Deferred* deferred);
   void CompleteRegistrationLocked(Deferred* deferred);
+  // The registration timeout, and the note every 30 s naming the tasks
+  // still missing (CheckDeadlines). Requires mu_.
+  void CheckRegistrationDeadlineLocked(int64_t now, Deferred* deferred);
   // Registration's parts (RegisterTaskAsync). A task started with another
   // cluster than the chief's: the registration error, for every task.
   Status RefuseOtherClusterLocked(const std::string& task, const std::string& cluster, int index,
@@ -270,10 +274,9 @@ class CoordinationService {
   // Whether the cluster lists task `index` at the IP `peer_host` (PeerHost's
   // form); false where it lists a name.
   bool ListedAt(int index, const std::string& peer_host) const;
-  void MaybeFinishShutdownLocked(Deferred* deferred);
   std::string TasksNotIn(const std::set<int>& arrived, bool skip_failed) const;
-  // "; calls refused ... came from <hosts>", or "" when none. Requires mu_.
-  std::string RefusedNoteLocked() const;
+  // Unavailable: the service stopped (the chief is shutting down).
+  static Status ServiceStopped();
   static void Run(Deferred& deferred);
 
   const CoordinationServiceOptions options_;
@@ -289,13 +292,10 @@ class CoordinationService {
   bool registration_timed_out_ = false;  // registration_error_ is the registration timeout
   std::optional<Status> job_error_;
   BarrierTable barriers_;
-  std::map<uint64_t, Poll> polls_;
-  uint64_t next_poll_id_ = 1;
-  std::set<int> shutdown_arrived_;
-  std::vector<StatusCallback> shutdown_waiters_;
-  int64_t shutdown_deadline_ms_ = 0;
+  ErrorPollTable polls_;
+  ExitBarrier exit_barrier_;
   bool stopped_ = false;
-  std::map<std::string, int64_t> refused_hosts_;  // calls refused for the token, by host
+  RefusedCallLog refused_calls_;
 
   std::condition_variable stop_cv_;
   std::condition_variable told_cv_;  // a task learned the job error

@@ -1,348 +1,42 @@
 #include "worker/train/trainer.h"
 
-#include <unistd.h>
-
+#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
-#include <filesystem>
-#include <iomanip>
+#include <cstdlib>
 #include <mutex>
 #include <optional>
-#include <sstream>
-#include <thread>
 
 #include "common/cpu_cores.h"
 #include "common/logging.h"
-#include "worker/data/batch_prefetcher.h"
-#include "worker/data/batch_sampler.h"
-#include "worker/data/fashion_mnist.h"
-#include "worker/model/cpu_backend.h"
-#include "worker/model/model.h"
-#include "worker/model/optimizer.h"
-#include "worker/summary/event_writer.h"
-#include "worker/summary/metrics_log.h"
 #include "mirrored/config.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/checkpoint_writer.h"
 #include "worker/checkpoint/run_dir_lock.h"
 #include "worker/checkpoint/training_done.h"
 #include "worker/checkpoint/training_start.h"
+#include "worker/data/batch_prefetcher.h"
+#include "worker/data/batch_sampler.h"
+#include "worker/data/fashion_mnist.h"
+#include "worker/model/cpu_backend.h"
+#include "worker/model/model.h"
+#include "worker/model/optimizer.h"
+#include "worker/train/chief_log.h"
 #include "worker/train/cuda_event_fence.h"
+#include "worker/train/diverged_error.h"
 #include "worker/train/gradient_bucketer.h"
 #include "worker/train/model_checkpoint.h"
+#include "worker/train/preempted_tasks.h"
 #include "worker/train/preemption.h"
+#include "worker/train/replica_fingerprint.h"
+#include "worker/train/start_point.h"
+#include "worker/train/test_set_validation.h"
+#include "worker/train/training_settings.h"
 
 namespace mirrored {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Order-sensitive hash of a float buffer's bits, folded into a float that
-// survives an all-reduce exactly (24 bits of mantissa).
-float WeightsFingerprint(const std::vector<float>& w) {
-  uint64_t h = 1469598103934665603ull;
-  for (float f : w) {
-    uint32_t bits;
-    std::memcpy(&bits, &f, sizeof(bits));
-    h = (h ^ bits) * 1099511628211ull;
-  }
-  return static_cast<float>(h & 0xffffff);
-}
-
-// True when every replica holds the same parameters: the max and the min of
-// their fingerprints agree (two tiny all-reduces of host values).
-StatusOr<bool> ReplicasIdentical(const std::vector<float>& params, Communicator& comm) {
-  const float fp = WeightsFingerprint(params);
-  std::vector<float> hi = {fp}, lo = {-fp};
-  MIRRORED_RETURN_IF_ERROR(comm.AllReduceHost(hi.data(), 1, ReduceOp::kMax));
-  MIRRORED_RETURN_IF_ERROR(comm.AllReduceHost(lo.data(), 1, ReduceOp::kMax));
-  return hi[0] == -lo[0];
-}
-
-// What the chief writes: progress lines, metrics.jsonl, TensorBoard events.
-// Loss and accuracy come from float32 sums: written with float's precision
-// (0.8436, not 0.8435999751091003) in metrics.jsonl.
-double FloatPrecision(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.7g", v);
-  return std::strtod(buf, nullptr);
-}
-
-class ChiefLog {
- public:
-  Status Open(const std::string& run_dir) {
-    if (run_dir.empty()) return OkStatus();
-    MIRRORED_ASSIGN_OR_RETURN(metrics_, MetricsLog::Open(run_dir + "/metrics.jsonl"));
-    // The event file is made with the first event (a run with nothing left
-    // to train leaves no empty one); its directory now, so that one that
-    // cannot be made fails before training.
-    events_dir_ = run_dir + "/logs/train";
-    std::error_code made;
-    std::filesystem::create_directories(events_dir_, made);
-    if (made) return InternalError("cannot create log directory " + events_dir_ + ": " + made.message());
-    return OkStatus();
-  }
-  Status Train(int64_t step, int64_t total, int64_t epoch, double loss, double acc, double sps, double step_ms,
-               double lr) {
-    std::ostringstream line;
-    line << std::fixed << "step " << step << "/" << total << " epoch " << epoch + 1 << " loss "
-         << std::setprecision(4) << loss << " accuracy " << acc << " samples/s " << std::setprecision(0) << sps;
-    Print(line.str());
-    if (metrics_) {
-      MIRRORED_RETURN_IF_ERROR(metrics_->Append({{"kind", "train"}, {"step", step}, {"epoch", epoch + 1},
-                                                 {"loss", FloatPrecision(loss)}, {"accuracy", FloatPrecision(acc)},
-                                                 {"samples_per_sec", sps},
-                                                 {"step_time_ms", step_ms}, {"learning_rate", FloatPrecision(lr)}}));
-    }
-    if (!events_dir_.empty()) {
-      MIRRORED_RETURN_IF_ERROR(OpenEvents());
-      MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("loss", step, static_cast<float>(loss)));
-      MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("accuracy", step, static_cast<float>(acc)));
-      MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("samples_per_sec", step, static_cast<float>(sps)));
-      MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("step_time_ms", step, static_cast<float>(step_ms)));
-      MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("learning_rate", step, static_cast<float>(lr)));
-      MIRRORED_RETURN_IF_ERROR(events_->Flush());
-    }
-    return OkStatus();
-  }
-  // Training starts after `step` (the checkpoint `checkpoint_dir` resumed
-  // from, or 0 and "" without one): what an earlier run logged after it is
-  // trained again, so TensorBoard drops those events and metrics.jsonl
-  // those lines (an earlier attempt that died before its first checkpoint
-  // included).
-  // `checkpoint_dir` "" (and step 0): a fresh start, with no checkpoint.
-  Status Starting(int64_t step, const std::string& checkpoint_dir) {
-    if (metrics_) {
-      MIRRORED_ASSIGN_OR_RETURN(MetricsLog::Removed removed, metrics_->SupersedeAfter(step));
-      if (removed.later > 0) {
-        MIRRORED_LOG(INFO) << "metrics.jsonl: removed " << removed.later << " line(s) of steps after " << step
-                           << ", logged by an earlier run that "
-                           << (checkpoint_dir.empty() ? "left no checkpoint to resume from"
-                                                      : "went past this checkpoint (its later ones are lost)");
-      }
-      if (removed.damaged > 0) {
-        MIRRORED_LOG(WARNING) << "metrics.jsonl: removed " << removed.damaged
-                              << " damaged line(s) (cut short, or not a JSON object: a writer that crashed "
-                                 "mid-line, or an edit)";
-      }
-    }
-    // Written with the first event of this run.
-    if (!events_dir_.empty()) pending_start_ = std::make_pair(step + 1, checkpoint_dir);
-    return OkStatus();
-  }
-  // Whether metrics.jsonl has a validation line for `step` (false without one).
-  StatusOr<bool> HasValidation(int64_t step) {
-    if (!metrics_) return false;
-    return metrics_->Has("validation", step);
-  }
-  Status Validation(int64_t step, int64_t epoch, double loss, double acc) {
-    std::ostringstream line;
-    line << std::fixed << std::setprecision(4) << "epoch " << epoch + 1 << " validation: val_loss " << loss
-         << " val_accuracy " << acc;
-    Print(line.str());
-    if (metrics_) {
-      MIRRORED_RETURN_IF_ERROR(metrics_->Append(
-          {{"kind", "validation"}, {"step", step}, {"epoch", epoch + 1}, {"loss", FloatPrecision(loss)},
-           {"accuracy", FloatPrecision(acc)}}));
-    }
-    if (!events_dir_.empty()) {
-      MIRRORED_RETURN_IF_ERROR(OpenEvents());
-      MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("val_loss", step, static_cast<float>(loss)));
-      MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("val_accuracy", step, static_cast<float>(acc)));
-      MIRRORED_RETURN_IF_ERROR(events_->Flush());
-    }
-    return OkStatus();
-  }
-
- private:
-  static void Print(const std::string& text) {
-    std::string line = text + "\n";
-    (void)!write(STDOUT_FILENO, line.data(), line.size());
-  }
-  // The event file, and Starting's SessionLog START first in it.
-  Status OpenEvents() {
-    if (events_ == nullptr) {
-      MIRRORED_ASSIGN_OR_RETURN(events_, EventWriter::Create(events_dir_));
-    }
-    if (pending_start_) {
-      MIRRORED_RETURN_IF_ERROR(events_->WriteSessionStart(pending_start_->first, pending_start_->second));
-      pending_start_.reset();
-    }
-    return OkStatus();
-  }
-  std::unique_ptr<MetricsLog> metrics_;
-  std::string events_dir_;  // "" without a run directory
-  std::unique_ptr<EventWriter> events_;
-  std::optional<std::pair<int64_t, std::string>> pending_start_;
-};
-
-// Loss and accuracy over the test set, sharded across every replica.
-Status Validate(model::Model& model, const data::Dataset& test, uint64_t global_batch, ReplicaContext& replica,
-                double* loss, double* accuracy) {
-  data::BatchSampler sampler(test.size(), global_batch, 0, /*drop_remainder=*/false, /*shuffle=*/false);
-  const auto order = sampler.EpochOrder(0);
-  std::vector<float> images;
-  std::vector<int32_t> labels;
-  double loss_sum = 0, correct = 0, count = 0;
-  for (uint64_t step = 0; step < sampler.steps_per_epoch(); ++step) {
-    auto idx = sampler.ReplicaIndicesFromOrder(order, {0, step}, static_cast<uint32_t>(replica.global_rank()),
-                                               static_cast<uint32_t>(replica.num_replicas_in_sync()));
-    if (idx.empty()) continue;
-    images.resize(idx.size() * test.example_size());
-    labels.resize(idx.size());
-    test.Gather(idx, images.data(), labels.data());
-    model.Forward(static_cast<int>(idx.size()), images.data(), labels.data(), /*training=*/false);
-    for (float l : model.losses()) loss_sum += l;
-    correct += static_cast<double>(model.CorrectCount());
-    count += static_cast<double>(idx.size());
-  }
-  std::vector<float> sums = {static_cast<float>(loss_sum), static_cast<float>(correct), static_cast<float>(count)};
-  MIRRORED_RETURN_IF_ERROR(replica.SumAcrossReplicas(sums));
-  *loss = sums[0] / std::max(1.0f, sums[2]);
-  *accuracy = sums[1] / std::max(1.0f, sums[2]);
-  return OkStatus();
-}
-
-// Integers travel through float collectives exactly as two 24-bit halves.
-void PutInt(std::vector<float>& v, int64_t x) {
-  v.push_back(static_cast<float>(x >> 24));
-  v.push_back(static_cast<float>(x & 0xffffff));
-}
-int64_t GetInt(const std::vector<float>& v, size_t i) {
-  return (static_cast<int64_t>(v[i]) << 24) + static_cast<int64_t>(v[i + 1]);
-}
-
-// Where training (re)starts: from scratch, or from the chief's latest
-// complete checkpoint, which global rank 0 restores and broadcasts, so no
-// other task needs the run directory. The header travels as host floats; the
-// model's buffers in place, in the replica's device memory.
-struct StartPoint {
-  int64_t step = 0;
-  data::SamplerPosition position;
-  int64_t iterations = 0;
-  // The checkpoint resumed from ends an epoch (or the earlier run) whose
-  // validation never made it to metrics.jsonl (the job died in between):
-  // run it before training on.
-  bool validate_first = false;
-};
-
-Status BroadcastStart(const std::optional<LoadedCheckpoint>& resume, bool validate_first, uint64_t global_batch,
-                      model::Model& model, model::Optimizer& optimizer, ReplicaContext& replica,
-                      StartPoint* start) {
-  Communicator& comm = replica.communicator();
-  auto& store = model.store();
-  std::vector<float> header;
-  if (replica.global_rank() == 0 && resume) {
-    MIRRORED_RETURN_IF_ERROR(RestoreModel(*resume, model, &optimizer));
-    const CheckpointState& st = resume->info.state;
-    int64_t step_in_epoch = st.step_in_epoch;
-    if (st.global_batch_size > 0 && static_cast<uint64_t>(st.global_batch_size) != global_batch) {
-      // Another replica count: keep the examples consumed, in new batches.
-      step_in_epoch = st.step_in_epoch * st.global_batch_size / static_cast<int64_t>(global_batch);
-      MIRRORED_LOG(WARNING) << "checkpoint " << resume->info.dir << " was written with global batch "
-                            << st.global_batch_size << ", this job uses " << global_batch
-                            << ": resuming epoch " << st.epoch + 1 << " at batch " << step_in_epoch;
-    }
-    header = {1.0f};
-    PutInt(header, st.step);
-    PutInt(header, st.epoch);
-    PutInt(header, step_in_epoch);
-    PutInt(header, optimizer.iterations());
-    header.push_back(validate_first ? 1.0f : 0.0f);
-  } else {
-    header.assign(10, 0.0f);
-  }
-  MIRRORED_RETURN_IF_ERROR(comm.BroadcastHost(header.data(), header.size(), 0));
-  // Identical starting point everywhere: rank 0's weights, statistics and
-  // slots. The backend's pending writes to them (the slots' zero fill on a
-  // GPU stream) land first: the communicator works on its own stream.
-  model.backend().Synchronize();
-  MIRRORED_RETURN_IF_ERROR(comm.Broadcast(store.params_data(), store.params_size(), 0));
-  if (store.state_size() > 0) MIRRORED_RETURN_IF_ERROR(comm.Broadcast(store.state_data(), store.state_size(), 0));
-  if (header[0] == 1.0f) {
-    for (size_t i = 0; i < optimizer.slot_names().size(); ++i) {
-      MIRRORED_RETURN_IF_ERROR(comm.Broadcast(optimizer.slot_data(i), store.params_size(), 0));
-    }
-    start->step = GetInt(header, 1);
-    start->position = {static_cast<uint64_t>(GetInt(header, 3)), static_cast<uint64_t>(GetInt(header, 5))};
-    start->iterations = GetInt(header, 7);
-    start->validate_first = header[9] == 1.0f;
-    optimizer.set_iterations(start->iterations);
-  }
-  return OkStatus();
-}
-
-// The loss (`mean_loss` over steps first..last, all replicas) or, when
-// `mean_loss` is nullopt, the weights after step `last` are not finite.
-// Stopping here keeps the latest checkpoint a good one to resume from; the
-// launcher's restart would only replay the same steps, so the message says
-// what to change.
-Status DivergedError(std::optional<float> mean_loss, int64_t first, int64_t last, int64_t epoch,
-                     int64_t last_checkpoint, bool chief, const WorkerOptions& options) {
-  std::ostringstream m;
-  m << "training diverged: ";
-  if (!mean_loss) {
-    m << "the weights after step " << last << " are not finite";
-  } else {
-    m << "the mean loss over step" << (first == last ? " " : "s ") << first;
-    if (first != last) m << "-" << last;
-    m << " is " << (std::isnan(*mean_loss) ? "nan" : *mean_loss > 0 ? "inf" : "-inf");
-  }
-  m << " (epoch " << epoch + 1 << "); stopped before checkpointing them. ";
-  if (!chief) {
-    m << "The chief's log names its latest checkpoint, from before, if it wrote one (run again to resume from it).";
-  } else if (options.run_dir.empty()) {
-    m << "Nothing is saved (no --run-dir).";
-  } else if (last_checkpoint < 0) {
-    m << "No checkpoint was written yet.";
-  } else {
-    m << "The latest checkpoint, ckpt-" << last_checkpoint << ", is from before; run again to resume from it.";
-  }
-  m << " Try a lower --lr (now " << options.EffectiveLearningRate() << ", " << options.optimizer << ").";
-  // A configuration error (exit 2): a restart with the same flags replays
-  // the same steps bit for bit, so the launcher must not retry it.
-  return InvalidArgumentError(m.str());
-}
-
-// What every task must agree on: whatever decides the collectives' sizes
-// and the steps they run at (tensor shapes, buckets, steps per epoch, sync
-// points, validation), and what makes the replicas' updates the same.
-std::vector<std::pair<std::string, std::string>> TrainingSettings(const WorkerOptions& o,
-                                                                  const data::FashionMnist& data) {
-  char lr[32];
-  std::snprintf(lr, sizeof(lr), "%.9g", o.EffectiveLearningRate());
-  std::ostringstream bucket_mb;
-  bucket_mb << o.bucket_mb;
-  return {{"--model", o.model},
-          {"--batch-per-replica", std::to_string(o.batch_per_replica)},
-          {"--optimizer", o.optimizer},
-          {"--lr", lr},
-          {"--seed", std::to_string(o.seed)},
-          {"--epochs", std::to_string(o.epochs)},
-          {"--max-steps", std::to_string(o.max_steps)},
-          {"--bucket-mb", bucket_mb.str()},
-          {"--log-every", std::to_string(o.log_every)},
-          {"--checkpoint-every", std::to_string(o.checkpoint_every)},
-          {"--validate", o.validate ? "on" : "off"},
-          {"--verify-replicas", o.verify_replicas ? "on" : "off"},
-          {"training examples (--data)", std::to_string(data.train().size())},
-          {"test examples (--data)", o.validate ? std::to_string(data.test().size()) : "-"}};
-}
-
-// Who had a SIGTERM by a sync point, from its sums over the replicas told to
-// stop: `told` of them, sum(k) and sum(k * k) with k their task's ordinal
-// + 1. All of one task exactly when told * sum(k * k) = sum(k)^2. (Other
-// tasks may have been signalled too and not have seen it yet: "first".)
-std::string PreemptedTasks(const std::vector<std::string>& tasks, float told, float sum_k, float sum_k2, int world) {
-  if (told >= static_cast<float>(world)) return tasks.size() == 1 ? "seen by " + tasks[0] : "seen by every task";
-  const float k = sum_k / told;
-  if (told * sum_k2 == sum_k * sum_k && k == std::floor(k) && k >= 1 && k <= static_cast<float>(tasks.size())) {
-    return "first seen by " + tasks[static_cast<size_t>(k) - 1];
-  }
-  return "first seen by several tasks: " + std::to_string(static_cast<int64_t>(told)) + " of " + std::to_string(world) +
-         " replicas";
-}
 
 }  // namespace
 
@@ -355,7 +49,7 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
                              const data::FashionMnist& data) {
   // A task started with another model, batch or schedule would send
   // collectives of other sizes at other steps: refuse before the first one.
-  MIRRORED_RETURN_IF_ERROR(strategy.CheckTasksAgree(TrainingSettings(options, data)));
+  MIRRORED_RETURN_IF_ERROR(strategy.CheckTasksAgree(TrainingSettings(options, data.train().size(), data.test().size())));
   const int world = strategy.num_replicas_in_sync();
   const uint64_t global_batch = static_cast<uint64_t>(options.batch_per_replica) * static_cast<uint64_t>(world);
   data::BatchSampler sampler(data.train().size(), global_batch, options.seed, /*drop_remainder=*/true);
@@ -535,7 +229,7 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
         MIRRORED_LOG(INFO) << "validating ckpt-" << step << " first: metrics.jsonl has no validation of it (the run "
                               "that wrote it ended before, or ran with --no-validate)";
       }
-      MIRRORED_RETURN_IF_ERROR(Validate(*model, data.test(), global_batch, replica, &val_loss, &val_acc));
+      MIRRORED_RETURN_IF_ERROR(ValidateOnTestSet(*model, data.test(), global_batch, replica, &val_loss, &val_acc));
       if (replica.is_chief()) {
         MIRRORED_RETURN_IF_ERROR(WhileRunning(log.Validation(step, epoch, val_loss, val_acc)));
         std::lock_guard<std::mutex> lock(summary_mu);
@@ -675,7 +369,7 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
       if (epoch_end || last) {
         double val_loss = -1, val_acc = -1;
         if (options.validate) {
-          MIRRORED_RETURN_IF_ERROR(Validate(*model, data.test(), global_batch, replica, &val_loss, &val_acc));
+          MIRRORED_RETURN_IF_ERROR(ValidateOnTestSet(*model, data.test(), global_batch, replica, &val_loss, &val_acc));
           if (replica.is_chief()) MIRRORED_RETURN_IF_ERROR(WhileRunning(log.Validation(step, epoch, val_loss, val_acc)));
         }
         if (replica.is_chief()) {

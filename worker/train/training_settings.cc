@@ -1,0 +1,30 @@
+#include "worker/train/training_settings.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace mirrored {
+
+std::vector<std::pair<std::string, std::string>> TrainingSettings(const WorkerOptions& o, size_t training_examples,
+                                                                  size_t test_examples) {
+  char lr[32];
+  std::snprintf(lr, sizeof(lr), "%.9g", o.EffectiveLearningRate());
+  std::ostringstream bucket_mb;
+  bucket_mb << o.bucket_mb;
+  return {{"--model", o.model},
+          {"--batch-per-replica", std::to_string(o.batch_per_replica)},
+          {"--optimizer", o.optimizer},
+          {"--lr", lr},
+          {"--seed", std::to_string(o.seed)},
+          {"--epochs", std::to_string(o.epochs)},
+          {"--max-steps", std::to_string(o.max_steps)},
+          {"--bucket-mb", bucket_mb.str()},
+          {"--log-every", std::to_string(o.log_every)},
+          {"--checkpoint-every", std::to_string(o.checkpoint_every)},
+          {"--validate", o.validate ? "on" : "off"},
+          {"--verify-replicas", o.verify_replicas ? "on" : "off"},
+          {"training examples (--data)", std::to_string(training_examples)},
+          {"test examples (--data)", o.validate ? std::to_string(test_examples) : "-"}};
+}
+
+}  // namespace mirrored
