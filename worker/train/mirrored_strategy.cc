@@ -307,8 +307,12 @@ Status MirroredStrategy::CheckSameDeviceKind(const std::vector<std::string>& tas
   if (same) return OkStatus();
   // Everyone has read every kind before anyone leaves: the chief's exit
   // takes the service down, and a task still reading would report "service
-  // lost" instead of the cause.
-  MIRRORED_RETURN_IF_ERROR(agent_->Barrier("mirrored/replica_device_checked", options_.registration_timeout.count()));
+  // lost" instead of the cause. The barrier's own result does not change the
+  // verdict, read from every task: a peer that left it first and reported
+  // the same error cancels this task's call (the agent cancels its calls on
+  // a job error), and this task must still name the cause, not "task X
+  // failed" (exit 2, not 3).
+  (void)agent_->Barrier("mirrored/replica_device_checked", options_.registration_timeout.count());
   return InvalidArgumentError("tasks disagree on the replica device (" + kinds +
                               "): every task of a job must run GPU replicas, or every task CPU replicas; check "
                               "--device and each host's GPUs (CUDA_VISIBLE_DEVICES)");
@@ -354,8 +358,8 @@ Status MirroredStrategy::CheckTasksAgree(const std::vector<std::pair<std::string
   }
   if (differences.empty()) return OkStatus();
   // Everyone has read every task's settings before anyone leaves (see
-  // CheckSameDeviceKind).
-  MIRRORED_RETURN_IF_ERROR(agent_->Barrier(prefix + "checked", options_.registration_timeout.count()));
+  // CheckSameDeviceKind, also for why the barrier's result is not returned).
+  (void)agent_->Barrier(prefix + "checked", options_.registration_timeout.count());
   return InvalidArgumentError("tasks disagree on the job's settings: " + differences +
                               ". Every task must train with the same ones: start each with the same flags "
                               "(in cluster mode, compare the hosts' command lines)");
