@@ -214,7 +214,8 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
   SupervisedRunOptions run{.run_dir = resolved_run_dir_,
                            .max_restarts = max_restarts_,
                            .grace_period = std::chrono::milliseconds(static_cast<long>(grace_period_sec_ * 1000)),
-                           .launcher_log = "launcher-" + first->name + ".log"};
+                           .launcher_log = "launcher-" + first->name + ".log",
+                           .sees_checkpoints = chief};
   return RunSupervised(run, [&](int generation) {
     auto task = PlanTask(env, generation);
     return std::vector<TaskLaunch>{task.ok() ? *task : *first};

@@ -141,7 +141,8 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
   SupervisedRunOptions run{.run_dir = options.run_dir,
                            .max_restarts = max_restarts_,
                            .grace_period = std::chrono::milliseconds(static_cast<long>(grace_period_sec_ * 1000)),
-                           .launcher_log = "launcher.log"};
+                           .launcher_log = "launcher.log",
+                           .sees_checkpoints = true};
   return RunSupervised(run, [&](int generation) { return plan->Tasks(generation, env); });
 }
 

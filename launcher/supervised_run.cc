@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "launcher/job/local_job_plan.h"
+#include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/run_dir_lock.h"
 
 namespace mirrored {
@@ -41,6 +42,17 @@ class StopSignalScope {
   }
   ~StopSignalScope() { g_supervisor.store(nullptr); }
 };
+
+// The checkpoint a restarted job resumes from: RUN_DIR's latest complete
+// one ("ckpt-40"), "" for none. Quiet about damaged ones: the chief names
+// them when it falls back past them.
+std::string LatestCheckpointName(const std::string& run_dir) {
+  std::vector<CheckpointReader::Skipped> skipped;
+  auto complete = CheckpointReader(FileEnv::Default(), run_dir).ListComplete(&skipped);
+  if (!complete.ok()) return complete.status().code() == StatusCode::kNotFound ? "" : "the latest checkpoint";
+  if (complete->empty()) return "";
+  return std::filesystem::path(complete->back().dir).filename().string();
+}
 
 }  // namespace
 
@@ -79,7 +91,11 @@ int RunSupervised(const SupervisedRunOptions& options, const JobRunner::TaskFact
   JobSupervisor supervisor(&console, {.grace_period = options.grace_period,
                                       .evaluator_restarts = options.max_restarts});
   StopSignalScope signals(&supervisor);
-  JobRunner runner(&supervisor, &report, {.max_restarts = options.max_restarts});
+  JobRunnerOptions runner_options{.max_restarts = options.max_restarts};
+  if (options.sees_checkpoints) {
+    runner_options.resume_point = [run_dir = options.run_dir] { return LatestCheckpointName(run_dir); };
+  }
+  JobRunner runner(&supervisor, &report, runner_options);
   return runner.Run(tasks);
 }
 

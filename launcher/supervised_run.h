@@ -25,6 +25,9 @@ struct SupervisedRunOptions {
   // ("" none): "launcher.log" for `local`, "launcher-<task>.log" for
   // `cluster`, whose hosts may share RUN_DIR.
   std::string launcher_log;
+  // RUN_DIR holds the chief's checkpoints on this host (`local`; the
+  // chief's host of a `cluster`): a restart says which one it resumes from.
+  bool sees_checkpoints = false;
 };
 
 int RunSupervised(const SupervisedRunOptions& options, const JobRunner::TaskFactory& tasks);

@@ -90,7 +90,12 @@ int JobRunner::Run(const TaskFactory& tasks_for_generation) {
       for (int i = 1; i < generation && pause < options_.max_restart_backoff; ++i) pause *= 2;
       pause = std::min(pause, options_.max_restart_backoff);
     }
-    Report("restarting the job from the latest checkpoint: generation " + std::to_string(generation + 1) +
+    std::string from = "the latest checkpoint";
+    if (options_.resume_point) {
+      const std::string point = options_.resume_point();
+      from = point.empty() ? "the start (no checkpoint yet)" : point;
+    }
+    Report("restarting the job from " + from + ": generation " + std::to_string(generation + 1) +
            ", restart " + std::to_string(generation + 1) + " of " + std::to_string(options_.max_restarts) +
            (pause.count() > 0 ? " (in " + SecondsText(pause) + ": it failed again)" : ""));
     if (pause.count() > 0) {

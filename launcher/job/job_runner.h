@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "launcher/process/job_supervisor.h"
@@ -29,6 +30,11 @@ struct JobRunnerOptions {
   // second. A stop signal ends the pause.
   std::chrono::milliseconds restart_backoff{1000};
   std::chrono::milliseconds max_restart_backoff{30000};
+  // Where a restarted job resumes, for the restart line: "ckpt-40", or
+  // "" for none yet (the job starts again from step 0). Unset where this
+  // host cannot see the chief's checkpoints (another host of a cluster):
+  // the line then says "the latest checkpoint".
+  std::function<std::string()> resume_point = nullptr;
 };
 
 class JobRunner {

@@ -68,6 +68,24 @@ TEST_F(JobRunnerTest, RestartsAFailedJobWithANewGeneration) {
   EXPECT_NE(out.find("job succeeded after 1 restart"), std::string::npos) << out;
 }
 
+// Where the chief's checkpoints are seen, the restart line names the one
+// the job resumes from, or says it starts again from step 0.
+TEST_F(JobRunnerTest, TheRestartLineNamesTheCheckpointItResumesFrom) {
+  std::vector<std::string> points = {"", "ckpt-40"};
+  JobRunner runner(supervisor_.get(), console_.get(),
+                   {.max_restarts = 2, .restart_backoff = 1ms, .resume_point = [&] {
+                      std::string p = points.front();
+                      points.erase(points.begin());
+                      return p;
+                    }});
+  EXPECT_EQ(runner.Run(Factory([](int gen) { return gen < 2 ? "exit 1" : "exit 0"; })), 0);
+  std::string out = Console();
+  EXPECT_NE(out.find("restarting the job from the start (no checkpoint yet): generation 1, restart 1 of 2\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("restarting the job from ckpt-40: generation 2, restart 2 of 2"), std::string::npos) << out;
+}
+
 // A job that fails again and again is restarted at once the first time,
 // then after a pause that doubles; a stop signal during a pause ends the
 // launcher with 128 + sig instead of restarting.
