@@ -18,8 +18,9 @@ inline constexpr char kJobTokenVariable[] = "MIRRORED_JOB_TOKEN";
 // Set to 1 (or true, yes, on): check that every task runs the same
 // collectives (StrategyOptions::check_collectives).
 inline constexpr char kCheckCollectivesVariable[] = "MIRRORED_CHECK_COLLECTIVES";
-// "1" for the tasks of `mirrored-launch local`: every task of the job gets a
-// signal its launcher passes on at once (none is interrupted alone).
+// "1" for the tasks of `mirrored-launch local` and of `cluster --from-slurm`
+// (srun): every task of the job gets a signal at once (none is interrupted
+// alone).
 inline constexpr char kWholeJobSignalledVariable[] = "MIRRORED_WHOLE_JOB_SIGNALLED";
 // A training task's file descriptor for signs of life to its launcher (a
 // byte every heartbeat round, "S" when heartbeats end): "3".

@@ -90,7 +90,9 @@ StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int gen
   const std::string& run_dir = resolved_run_dir_;
   const std::optional<CoreShare> share = CoreShareOf(config, env);
   for (const auto& [key, value] : env) {
-    if (key == "TF_CONFIG" || key == kGenerationVariable || key == kTrainingEndedVariable) continue;
+    if (key == "TF_CONFIG" || key == kGenerationVariable || key == kTrainingEndedVariable ||
+        key == kWholeJobSignalledVariable)
+      continue;
     if (key == "OMP_NUM_THREADS" && share) continue;  // replaced below
     t.env.push_back(key + "=" + value);
   }
@@ -98,6 +100,10 @@ StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int gen
   t.env.push_back("TF_CONFIG=" + config.ToTfConfigJson());
   t.env.push_back(std::string(kGenerationVariable) + "=" + std::to_string(generation));
   if (share) t.env.push_back("OMP_NUM_THREADS=" + std::to_string(share->threads));
+  // srun passes a Ctrl-C on to every task of the step at once: no task is
+  // interrupted alone, so none tells the job it was (each log would blame
+  // whichever told it first).
+  if (resolve.from_slurm) t.env.push_back(std::string(kWholeJobSignalledVariable) + "=1");
   t.argv = {binary};
   t.argv.insert(t.argv.end(), worker_args_.begin(), worker_args_.end());
   t.argv.insert(t.argv.end(), {"--run-dir", run_dir});

@@ -368,6 +368,30 @@ TEST_F(LaunchLocalTest, ClusterWithoutAClusterIsExitTwo) {
   }
 }
 
+// srun passes a Ctrl-C on to every task at once: under --from-slurm the
+// tasks are told so (none reports being interrupted alone, as under
+// `local`); with TF_CONFIG a value inherited from the environment is not
+// passed on (the launcher decides).
+TEST_F(LaunchLocalTest, ClusterFromSlurmTellsTheTasksTheWholeJobIsSignalled) {
+  auto dry_run = [&](std::vector<std::string> env, std::vector<std::string> flags) {
+    env.insert(env.end(), {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=t", "MIRRORED_WHOLE_JOB_SIGNALLED=1"});
+    std::vector<std::string> argv = {kLauncher, "cluster", "--run-dir", (dir_ / "run").string(), "--dry-run",
+                                     "--worker-binary", kFakeWorker};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    auto child = ChildProcess::Spawn(argv, env);
+    EXPECT_TRUE(child.ok()) << child.status();
+    std::string out;
+    EXPECT_EQ(Finish(*child, &out), 0) << out;
+    return out;
+  };
+  std::string out = dry_run({"SLURM_PROCID=1", "SLURM_LOCALID=1", "SLURM_STEP_NUM_TASKS=2",
+                             "SLURM_STEP_NODELIST=127.0.0.1", "SLURM_STEP_TASKS_PER_NODE=2"},
+                            {"--from-slurm"});
+  EXPECT_NE(out.find("  env: MIRRORED_WHOLE_JOB_SIGNALLED=1\n"), std::string::npos) << out;
+  out = dry_run({R"(TF_CONFIG={"cluster":{"worker":["127.0.0.1:1","h2:2"]},"task":{"type":"worker","index":0}})"}, {});
+  EXPECT_EQ(out.find("MIRRORED_WHOLE_JOB_SIGNALLED"), std::string::npos) << out;
+}
+
 // An evaluator in its own new default run directory would wait for
 // checkpoints that never come there: exit 2, naming the flag.
 TEST_F(LaunchLocalTest, ClusterEvaluatorWithoutRunDirIsExitTwo) {
