@@ -7,76 +7,20 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <memory>
-#include <regex>
-#include <sstream>
 
 #include "common/launcher_environment.h"
 #include "common/seconds_text.h"
 #include "common/signal_name.h"
-#include "common/task_interrupt.h"
+#include "launcher/process/job_outcome.h"
 #include "launcher/process/line_tee.h"
+#include "launcher/process/running_task.h"
 
 namespace mirrored {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct RunningTask {
-  const TaskLaunch* launch = nullptr;
-  std::optional<ChildProcess> child;
-  std::unique_ptr<LineTee> tee;
-  int log_fd = -1;
-  int out_fd = -1;  // owned once taken from the child; -1 at EOF
-  std::optional<int> signal_sent;  // the first signal we sent it
-  bool killed = false;              // we sent SIGKILL after the grace period
-  bool stalled = false;             // stopped as hung: an evaluator silent after training, a frozen task
-  int liveness_fd = -1;             // read end of its fd 3 (training tasks); -1 at EOF
-  bool liveness_armed = false;      // it wrote a sign of life, and not "S" since
-  std::chrono::steady_clock::time_point last_alive = std::chrono::steady_clock::now();
-  int restarts = 0;                 // an evaluator's restarts alone
-  std::optional<std::chrono::steady_clock::time_point> restart_at;  // it failed: started again then
-  std::optional<ProcessExit> failed_exit;                            // ... after this exit
-  std::chrono::steady_clock::time_point last_output = std::chrono::steady_clock::now();
-  std::optional<TaskResult> result;
-};
-
-// Did this task end because we stopped it, rather than failing by itself?
-// A task told to stop may answer with the signal, with 128 + signal, with
-// exit code 3 (it saw the job abort) or even 0 (it was just finishing).
-bool EndedBecauseStopped(const RunningTask& t, const ProcessExit& e) {
-  if (!t.signal_sent) return false;
-  if (e.signal) return *e.signal == *t.signal_sent || (*e.signal == SIGKILL && t.killed);
-  int code = *e.exit_code;
-  return code == 0 || code == kExitPeerFailed || code == 128 + *t.signal_sent ||
-         code == 128 + SIGTERM;
-}
-
-void CloseFd(int& fd) {
-  if (fd >= 0) close(fd);
-  fd = -1;
-}
-
-// Passes on what the task's (non-blocking) pipe holds now; at EOF or an
-// error, ends its last line and closes the pipe.
-void PumpOutput(RunningTask& t) {
-  char buf[65536];
-  while (t.out_fd >= 0) {
-    ssize_t n = read(t.out_fd, buf, sizeof(buf));
-    if (n > 0) {
-      t.tee->Append(std::string_view(buf, static_cast<size_t>(n)));
-      t.last_output = Clock::now();
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return;
-    t.tee->Finish();
-    CloseFd(t.out_fd);
-  }
-}
 
 }  // namespace
 
@@ -183,28 +127,6 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
                               (training_ended() ? "" : "training goes on, and ") +
                               "it resumes after the last checkpoint it evaluated");
     }
-  };
-  // Starts it; false when it cannot be (its failure then stands).
-  auto start_again = [&](RunningTask& t, bool training_ended) {
-    if (t.log_fd >= 0) WriteLogHeader(t.log_fd, t.launch->name + " started again");
-    std::vector<std::string> env = t.launch->env;
-    if (training_ended) env.push_back(std::string(kTrainingEndedVariable) + "=1");
-    auto child = ChildProcess::Spawn(t.launch->argv, env);
-    if (!child.ok()) {
-      if (console_ != nullptr) {
-        console_->WriteLine("[mirrored-launch] ", "cannot start " + t.launch->name + " again: " + child.status().message());
-      }
-      return false;
-    }
-    ++t.restarts;
-    t.restart_at.reset();
-    t.failed_exit.reset();
-    t.out_fd = child->TakeOutputFd();
-    t.child.emplace(std::move(child).value());
-    t.signal_sent.reset();
-    t.killed = false;
-    t.last_output = Clock::now();
-    return true;
   };
   auto record = [&](RunningTask& t, const ProcessExit& exit) {
     TaskResult r;
@@ -372,13 +294,7 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
       if (owners[k].first >= running.size()) {  // a liveness pipe
         RunningTask& t = running[owners[k].first - running.size()];
         if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        char buf[64];
-        ssize_t n;
-        while ((n = read(t.liveness_fd, buf, sizeof(buf))) > 0) {
-          t.last_alive = Clock::now();
-          t.liveness_armed = buf[n - 1] != 'S';
-        }
-        if (n == 0) CloseFd(t.liveness_fd);  // it exited (or closed it)
+        ReadLiveness(t);
         continue;
       }
       RunningTask& t = running[owners[k].first];
@@ -409,7 +325,7 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
       }
       if (Clock::now() < *t.restart_at) continue;
       const ProcessExit failed = *t.failed_exit;
-      if (!start_again(t, training_ended())) record(t, failed);
+      if (!StartAgain(t, training_ended(), console_)) record(t, failed);
     }
     // Once every training task has ended well, only the evaluator may be
     // left: it is waited for (it ends on the final checkpoint or its own
@@ -475,125 +391,9 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
   }
   cleanup();
 
-  // The root cause is the earliest genuine training failure whose code is not
-  // "stopped because another task failed" (3); a task that noticed the
-  // failure through the coordination service can be reaped before the task
-  // that actually died. A preemption (143) comes after any real failure: the
-  // chief failing to write the preemption checkpoint must not be reported as
-  // a clean preemption because the others' 143 came first.
-  const TaskResult* root = nullptr;
-  const TaskResult* first_preempted = nullptr;
-  const TaskResult* first_peer_failed = nullptr;
-  const TaskResult* evaluator_failure = nullptr;
-  for (const auto& r : outcome.tasks) {
-    if (r.exit.success() || r.stopped_by_supervisor) continue;
-    if (!r.is_training) {
-      if (!evaluator_failure) evaluator_failure = &r;
-      continue;
-    }
-    const bool peer = r.exit.exit_code && *r.exit.exit_code == kExitPeerFailed;
-    const bool preempted = r.exit.exit_code && *r.exit.exit_code == kExitPreempted;
-    const TaskResult*& slot = peer ? first_peer_failed : preempted ? first_preempted : root;
-    if (!slot || r.ended_at < slot->ended_at) slot = &r;
-  }
-  if (!root) root = first_preempted;
-  if (!root) root = first_peer_failed;
-  if (!root && !outcome.stop_signal) root = evaluator_failure;
-  if (root) outcome.first_failure = *root;
-  if (outcome.stop_signal) outcome.exit_code = 128 + *outcome.stop_signal;
-  else if (root) outcome.exit_code = root->exit.ShellCode();
-  else outcome.exit_code = 0;
+  JudgeOutcome(outcome);
   return outcome;
 }
 
-namespace {
-
-// A training task's own exit 143 is not a crash: it received SIGTERM (a
-// scheduler preempting it), stopped with the others at an agreed step and
-// the chief checkpointed that step (worker/train/preemption.h).
-bool Preempted(const TaskResult& r) {
-  return r.is_training && r.exit.exit_code == kExitPreempted;
-}
-
-}  // namespace
-
-std::optional<BlamedTask> BlamedBy(const TaskResult& result) {
-  if (result.exit.exit_code != kExitPeerFailed) return std::nullopt;
-  static const std::regex kNamed(
-      R"(task ([a-z]+:[0-9]+) failed(?: at \S+: exited with error: ([A-Z_]+): )?|hosted by task ([a-z]+:[0-9]+)\) has not answered)");
-  for (auto it = result.last_lines.rbegin(); it != result.last_lines.rend(); ++it) {
-    std::smatch m;
-    if (!std::regex_search(*it, m, kNamed)) continue;
-    BlamedTask blamed{.task = m[1].matched ? m[1].str() : m[3].str()};
-    if (blamed.task == result.name) continue;
-    blamed.interrupted = m[2].matched && m[2].str() == "CANCELLED" &&
-                         it->find(kInterruptedOnItsHost) != std::string::npos;
-    if (m[2].matched) {
-      for (int c = 0; c <= static_cast<int>(StatusCode::kUnauthenticated); ++c) {
-        const auto code = static_cast<StatusCode>(c);
-        if (StatusCodeName(code) == m[2].str()) blamed.configuration_error = ExitCodeFor(Status(code, "")) == kExitUsage;
-      }
-    }
-    return blamed;
-  }
-  return std::nullopt;
-}
-
-std::string FormatFailureReport(const JobOutcome& outcome) {
-  std::ostringstream out;
-  if (outcome.stop_signal) {
-    out << "job stopped by " << SignalName(*outcome.stop_signal) << "\n";
-  }
-  if (!outcome.first_failure) return out.str();
-  const TaskResult& f = *outcome.first_failure;
-  const bool preempted = Preempted(f);
-  std::time_t t = std::chrono::system_clock::to_time_t(f.ended_at);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char when[32];
-  std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-  if (preempted) {
-    out << "==== job preempted ====\n";
-    out << "first: task " << f.name << " ended with " << f.exit.ToString()
-        << " (preempted: a SIGTERM reached the job, every task stopped after the same step and the "
-           "chief checkpointed it) at "
-        << when << "\n";
-  } else {
-    out << "==== job failed ====\n";
-    out << "first failure: task " << f.name << " ended with " << f.exit.ToString() << " at "
-        << when << "\n";
-    // Exit 3 first: the task that failed was stopped by the launcher (frozen,
-    // or still running) before it could exit on its own. Its peer's own
-    // message names it.
-    if (std::optional<BlamedTask> blamed = BlamedBy(f)) {
-      out << "  (exit 3: it stopped because another task failed; it names " << blamed->task
-          << (blamed->configuration_error ? ", whose error is one of usage or configuration"
-              : blamed->interrupted       ? ", interrupted on its host (SIGINT: a Ctrl-C)"
-                                          : "")
-          << ")\n";
-    }
-  }
-  for (const auto& r : outcome.tasks) {
-    if (r.name == f.name) continue;
-    out << "  " << r.name << ": " << r.exit.ToString();
-    if (preempted && Preempted(r)) {
-      out << " (preempted)";
-    } else if (r.exit.exit_code == kExitPeerFailed) {
-      // Its own exit: it saw the failure before (or while) the launcher
-      // stopped it.
-      out << " (stopped because another task failed)";
-    } else if (r.stopped_by_supervisor) {
-      out << " (stopped by the launcher)";
-    }
-    out << "\n";
-  }
-  out << "last " << (f.last_lines.size() == 1 ? std::string("line") : std::to_string(f.last_lines.size()) + " lines")
-      << " of " << f.name << ":\n";
-  for (const auto& line : f.last_lines) out << "  | " << line << "\n";
-  if (preempted) {
-    out << "started again on the same run directory, the job resumes from that checkpoint, losing no step\n";
-  }
-  return out.str();
-}
-
 }  // namespace mirrored
+

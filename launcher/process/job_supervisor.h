@@ -31,6 +31,10 @@
 #include "common/status.h"
 #include "launcher/process/child_process.h"
 #include "launcher/process/console_writer.h"
+// TaskResult, JobOutcome (and how the job's failure is chosen), and the
+// failure report, still included from here.
+#include "launcher/process/failure_report.h"
+#include "launcher/process/job_outcome.h"
 
 namespace mirrored {
 
@@ -40,24 +44,6 @@ struct TaskLaunch {
   std::vector<std::string> argv;
   std::vector<std::string> env;    // the task's whole environment
   std::string log_path = "";       // "" for no log file; appended to otherwise
-};
-
-struct TaskResult {
-  std::string name;
-  bool is_training = true;
-  ProcessExit exit;
-  std::chrono::system_clock::time_point ended_at;
-  bool stopped_by_supervisor = false;   // ended after we signalled it
-  int restarts = 0;                     // times it was started again alone (an evaluator)
-  std::vector<std::string> last_lines;  // the last lines of its output
-};
-
-struct JobOutcome {
-  int exit_code = 0;                        // what the launcher should exit with
-  std::optional<TaskResult> first_failure;  // the task that failed first, if any
-  std::optional<int> stop_signal;           // set when RequestStop ended the job
-  std::vector<TaskResult> tasks;            // every task, in launch order
-  bool success() const { return exit_code == 0; }
 };
 
 struct SupervisorOptions {
@@ -119,21 +105,5 @@ class JobSupervisor {
   SupervisorOptions options_;
   int wake_pipe_[2] = {-1, -1};
 };
-
-// The human-readable failure report: which task failed first, how, when, and
-// its last lines. Empty when the job succeeded.
-std::string FormatFailureReport(const JobOutcome& outcome);
-
-// For a task that exited 3 ("stopped because another task failed"): the
-// task its last lines name, and whether that task's own error, as the
-// coordination service relayed it ("task worker:1 failed at ...: exited with
-// error: NOT_FOUND: ..."), was bad usage or configuration (exit code 2 there:
-// no restart fixes it). nullopt when no other task is named.
-struct BlamedTask {
-  std::string task;
-  bool configuration_error = false;
-  bool interrupted = false;  // a SIGINT on its host ended it (kInterruptedOnItsHost)
-};
-std::optional<BlamedTask> BlamedBy(const TaskResult& result);
 
 }  // namespace mirrored

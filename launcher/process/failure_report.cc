@@ -1,0 +1,102 @@
+#include "launcher/process/failure_report.h"
+
+#include <ctime>
+#include <regex>
+#include <sstream>
+
+#include "common/signal_name.h"
+#include "common/status.h"
+#include "common/task_interrupt.h"
+
+namespace mirrored {
+namespace {
+
+// A training task's own exit 143 is not a crash: it received SIGTERM (a
+// scheduler preempting it), stopped with the others at an agreed step and
+// the chief checkpointed that step (worker/train/preemption.h).
+bool Preempted(const TaskResult& r) {
+  return r.is_training && r.exit.exit_code == kExitPreempted;
+}
+
+}  // namespace
+
+std::optional<BlamedTask> BlamedBy(const TaskResult& result) {
+  if (result.exit.exit_code != kExitPeerFailed) return std::nullopt;
+  static const std::regex kNamed(
+      R"(task ([a-z]+:[0-9]+) failed(?: at \S+: exited with error: ([A-Z_]+): )?|hosted by task ([a-z]+:[0-9]+)\) has not answered)");
+  for (auto it = result.last_lines.rbegin(); it != result.last_lines.rend(); ++it) {
+    std::smatch m;
+    if (!std::regex_search(*it, m, kNamed)) continue;
+    BlamedTask blamed{.task = m[1].matched ? m[1].str() : m[3].str()};
+    if (blamed.task == result.name) continue;
+    blamed.interrupted = m[2].matched && m[2].str() == "CANCELLED" &&
+                         it->find(kInterruptedOnItsHost) != std::string::npos;
+    if (m[2].matched) {
+      for (int c = 0; c <= static_cast<int>(StatusCode::kUnauthenticated); ++c) {
+        const auto code = static_cast<StatusCode>(c);
+        if (StatusCodeName(code) == m[2].str()) blamed.configuration_error = ExitCodeFor(Status(code, "")) == kExitUsage;
+      }
+    }
+    return blamed;
+  }
+  return std::nullopt;
+}
+
+std::string FormatFailureReport(const JobOutcome& outcome) {
+  std::ostringstream out;
+  if (outcome.stop_signal) {
+    out << "job stopped by " << SignalName(*outcome.stop_signal) << "\n";
+  }
+  if (!outcome.first_failure) return out.str();
+  const TaskResult& f = *outcome.first_failure;
+  const bool preempted = Preempted(f);
+  std::time_t t = std::chrono::system_clock::to_time_t(f.ended_at);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char when[32];
+  std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+  if (preempted) {
+    out << "==== job preempted ====\n";
+    out << "first: task " << f.name << " ended with " << f.exit.ToString()
+        << " (preempted: a SIGTERM reached the job, every task stopped after the same step and the "
+           "chief checkpointed it) at "
+        << when << "\n";
+  } else {
+    out << "==== job failed ====\n";
+    out << "first failure: task " << f.name << " ended with " << f.exit.ToString() << " at "
+        << when << "\n";
+    // Exit 3 first: the task that failed was stopped by the launcher (frozen,
+    // or still running) before it could exit on its own. Its peer's own
+    // message names it.
+    if (std::optional<BlamedTask> blamed = BlamedBy(f)) {
+      out << "  (exit 3: it stopped because another task failed; it names " << blamed->task
+          << (blamed->configuration_error ? ", whose error is one of usage or configuration"
+              : blamed->interrupted       ? ", interrupted on its host (SIGINT: a Ctrl-C)"
+                                          : "")
+          << ")\n";
+    }
+  }
+  for (const auto& r : outcome.tasks) {
+    if (r.name == f.name) continue;
+    out << "  " << r.name << ": " << r.exit.ToString();
+    if (preempted && Preempted(r)) {
+      out << " (preempted)";
+    } else if (r.exit.exit_code == kExitPeerFailed) {
+      // Its own exit: it saw the failure before (or while) the launcher
+      // stopped it.
+      out << " (stopped because another task failed)";
+    } else if (r.stopped_by_supervisor) {
+      out << " (stopped by the launcher)";
+    }
+    out << "\n";
+  }
+  out << "last " << (f.last_lines.size() == 1 ? std::string("line") : std::to_string(f.last_lines.size()) + " lines")
+      << " of " << f.name << ":\n";
+  for (const auto& line : f.last_lines) out << "  | " << line << "\n";
+  if (preempted) {
+    out << "started again on the same run directory, the job resumes from that checkpoint, losing no step\n";
+  }
+  return out.str();
+}
+
+}  // namespace mirrored

@@ -1,0 +1,232 @@
+// CoordinationAgent, continued: how a task joins the job. Connect() (the
+// Register call, the cluster view, the heartbeat and error-poll threads
+// started once the service holds this task's poll), and the registration
+// loop around it: past a failed generation's service for a restarted task,
+// and while the service says the task's previous process on this host
+// still runs. The rest of the agent is in coordination_agent.cc.
+#include "worker/coordination/coordination_agent.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <utility>
+
+#include "common/logging.h"
+#include "common/seconds_text.h"
+#include "worker/coordination/registration_errors.h"
+
+namespace mirrored::coordination {
+namespace {
+
+std::chrono::steady_clock::time_point Now() { return std::chrono::steady_clock::now(); }
+
+}  // namespace
+
+Status CoordinationAgent::Connect() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ != State::kDisconnected) {
+      return FailedPreconditionError("agent of task " + options_.task_name + " is " +
+                                     std::string(AgentStateName(state_)) +
+                                     "; Connect() needs a disconnected agent");
+    }
+    state_ = State::kRegistering;
+  }
+  rpc::RegisterRequest req;
+  req.set_task(options_.task_name);
+  req.set_incarnation(incarnation_);
+  req.set_device_count(options_.device_count);
+  req.set_cluster(options_.cluster);
+  req.set_restarted(options_.restarted);
+  // Said, since the call lasts until every task came (a late or missing one
+  // would otherwise leave this task silent for the registration timeout).
+  MIRRORED_LOG(INFO) << "registering with " << ServiceName() << "; waiting for every task of the job (up to "
+                     << SecondsText(std::chrono::milliseconds(options_.registration_timeout_ms)) << ")";
+  StatusOr<rpc::RegisterResponse> resp = RegisterPastFailedGeneration(req);
+  Status status = resp.status();
+  if (status.ok()) {
+    const auto& v = resp->view();
+    std::vector<std::string> names;
+    std::vector<int> counts;
+    for (const auto& t : v.tasks()) {
+      names.push_back(t.name());
+      counts.push_back(t.device_count());
+    }
+    StatusOr<ClusterView> view =
+        BuildClusterView(names, counts, v.nccl_unique_id(), v.generation());
+    status = view.status();
+    if (view.ok()) {
+      view_ = std::move(*view);
+      task_index_ = resp->task_index();
+    }
+  } else if (status.code() == StatusCode::kDeadlineExceeded &&
+             status.message().find("registration timed out") == std::string::npos &&
+             status.message().find("generation that failed") == std::string::npos) {
+    status = RendezvousTimedOut(options_.task_name, ServiceName(), options_.registration_timeout_ms, status.message());
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!status.ok()) {
+      state_ = State::kError;
+      error_ = status;
+      return status;
+    }
+    state_ = State::kConnected;
+  }
+  heartbeat_round_ns_ = Clock().time_since_epoch().count();  // before the poll can fail
+  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+  poll_thread_ = std::thread([this] { PollLoop(); });
+  // Return only once the service holds our error poll: from then on, this
+  // process dying is noticed at once (not only by missing heartbeats).
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, std::chrono::milliseconds(options_.rpc_timeout_ms),
+                    [this] { return poll_open_ || state_ != State::kConnected; })) {
+    lock.unlock();
+    SetError(UnavailableError("the error poll of task " + options_.task_name + " to " +
+                              ServiceName() + " did not open within " +
+                              std::to_string(options_.rpc_timeout_ms) + " ms"));
+    lock.lock();
+  }
+  return state_ == State::kConnected ? OkStatus() : error_;
+}
+
+StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterUnlessStopped(const rpc::RegisterRequest& req,
+                                                                         int64_t timeout_ms, bool* stopped_out) {
+  *stopped_out = false;
+  if (!options_.stop_waiting) return client_.Register(req, timeout_ms);
+  // The call lasts until every task registered (minutes, if one is late):
+  // a stop signal meanwhile (options_.stop_waiting) cancels it.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false, stopped = false;
+  std::thread watcher([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!done) {
+      if (cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return done; })) break;
+      if (options_.stop_waiting()) {
+        stopped = true;
+        client_.CancelAll();
+        break;
+      }
+    }
+  });
+  StatusOr<rpc::RegisterResponse> resp = client_.Register(req, timeout_ms);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  watcher.join();
+  if (stopped) {
+    // Even if the call succeeded meanwhile: the client's calls are
+    // cancelled from now on, and the task is stopping.
+    *stopped_out = true;
+    return CancelledError("task " + options_.task_name + ": stopped by a signal while waiting for the job's tasks to "
+                          "register with " + ServiceName());
+  }
+  return resp;
+}
+
+StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(const rpc::RegisterRequest& req) {
+  // The service's own registration deadline names the tasks that never came;
+  // the chief's agent waits a little longer than it, so that this verdict,
+  // not a bare RPC timeout, is what the chief reports.
+  const int64_t margin_ms = options_.service_task == options_.task_name ? 1000 : 0;
+  const auto deadline = Now() + std::chrono::milliseconds(options_.registration_timeout_ms + margin_ms);
+  auto pause = std::chrono::milliseconds(50);
+  std::optional<Status> failed_generation;  // what the old service last said
+  bool claim_waiting = false;                // told to wait for the task's previous process
+  auto gave_up = [&] {
+    return FailedGenerationOutlastedRegistration(options_.task_name, options_.registration_timeout_ms, ServiceName(),
+                                                 failed_generation->message());
+  };
+  while (true) {
+    const int64_t left_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Now()).count();
+    // Once it said "wait", the service answers every registration at once:
+    // silent for a heartbeat timeout, it is gone (a call to a server gone
+    // would wait for it until the deadline).
+    const int64_t call_ms = claim_waiting ? std::min(left_ms, options_.heartbeat_timeout_ms) : left_ms;
+    bool stopped = false;
+    StatusOr<rpc::RegisterResponse> resp = RegisterUnlessStopped(req, std::max<int64_t>(call_ms, 1), &stopped);
+    if (stopped) {
+      if (!failed_generation) return resp;
+      return AbortedError(failed_generation->message() + " (stopped while waiting for the next generation)");
+    }
+    // Aborted: the job failed; Unavailable or Cancelled: the service went
+    // away under the call (the old chief exiting; the agent's own stop is
+    // checked below).
+    const StatusCode code = resp.status().code();
+    const bool told_to_wait = ToldToWaitForPreviousProcess(resp.status());
+    if (claim_waiting && !told_to_wait &&
+        (code == StatusCode::kUnavailable || code == StatusCode::kCancelled || code == StatusCode::kDeadlineExceeded)) {
+      if (code == StatusCode::kDeadlineExceeded && Now() >= deadline) {
+        // The last call went unanswered: the service may be gone as well.
+        return ClaimWaitLastCallUnanswered(options_.task_name, options_.registration_timeout_ms, ServiceName());
+      }
+      if (!WaitBeforeRegisteringAgain(deadline, std::chrono::milliseconds(0))) {
+        return CancelledError("task " + options_.task_name + ": stopped while registering");  // its own cancel
+      }
+      // Told to wait, then the service went away (the job ended, or its
+      // chief did): no service of that job will take this process, nor one
+      // its launcher restarts (InvalidArgument: exit 2, not retried).
+      return ServiceGoneWhileClaimWaiting(options_.task_name, ServiceName(), resp.status());
+    }
+    if (told_to_wait) {
+      // The task's earlier process on this host may be stopping: the
+      // service answers so until it ends, or refuses this one for good.
+      if (!claim_waiting) {
+        MIRRORED_LOG(WARNING) << resp.status().message();
+        claim_waiting = true;
+      }
+      if (!WaitBeforeRegisteringAgain(deadline, pause)) {
+        return CancelledError("task " + options_.task_name + ": stopped while registering");
+      }
+      // The task's previous process outlived this process's registration
+      // deadline (a registration timeout shorter than the service's wait):
+      // refused, as the service would refuse it, and never with the
+      // service's "waits up to ..." answer.
+      if (Now() >= deadline) return PreviousProcessOutlastedRegistration(options_.task_name,
+                                                                         options_.registration_timeout_ms);
+      if (options_.stop_waiting && options_.stop_waiting()) {
+        return CancelledError("task " + options_.task_name + ": stopped by a signal while waiting for its previous "
+                              "process to end");
+      }
+      pause = std::min(pause * 2, std::chrono::milliseconds(1000));
+      continue;
+    }
+    if (resp.ok() || !options_.restarted) return resp;
+    // The chief failed before this generation could form and serves only
+    // that error (MirroredStrategy::ReportFailureBeforeJoining): no next
+    // generation comes from it.
+    if (IsChiefFailureBeforeJoining(resp.status(), options_.service_task)) return resp;
+    if (code == StatusCode::kDeadlineExceeded && failed_generation) return gave_up();
+    if (code != StatusCode::kAborted && code != StatusCode::kUnavailable && code != StatusCode::kCancelled)
+      return resp;
+    if (!failed_generation) {
+      MIRRORED_LOG(WARNING) << ServiceName() << " belongs to the generation that failed ("
+                            << resp.status().message() << "); waiting for its next one";
+    }
+    failed_generation = resp.status();
+    // Until the old chief exits and the new one listens: poll with backoff,
+    // within the registration deadline, and stop early if the agent stops.
+    if (!WaitBeforeRegisteringAgain(deadline, pause)) {
+      return CancelledError("task " + options_.task_name + ": stopped while registering");
+    }
+    if (Now() >= deadline) return gave_up();
+    if (options_.stop_waiting && options_.stop_waiting()) {
+      return AbortedError(failed_generation->message() + " (stopped while waiting for the next generation)");
+    }
+    pause = std::min(pause * 2, std::chrono::milliseconds(1000));
+  }
+}
+
+bool CoordinationAgent::WaitBeforeRegisteringAgain(std::chrono::steady_clock::time_point deadline,
+                                                   std::chrono::milliseconds pause) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto wake = std::min(deadline, Now() + pause);
+  cv_.wait_until(lock, wake, [this] { return stopping_ || state_ != State::kRegistering; });
+  return !stopping_ && state_ == State::kRegistering;
+}
+
+}  // namespace mirrored::coordination

@@ -1,0 +1,305 @@
+// MirroredStrategy, continued: how a task joins the job. Create and Join
+// (the chief's service and server, the agent's registration, the check that
+// every task runs the same kind of replica, the Gloo group between tasks or
+// the NCCL communicators), and what a failed join leaves behind for the
+// tasks still to come (KeepServiceIn, ReportFailureBeforeJoining). The rest
+// of the strategy is in mirrored_strategy.cc.
+#include "worker/train/mirrored_strategy.h"
+
+#include <signal.h>
+
+#include <cstdlib>
+#include <numeric>
+
+#include "common/logging.h"
+#include "common/launcher_environment.h"
+#include "common/seconds_text.h"
+#include "mirrored/config.h"
+#include "worker/comm/checked_process_group.h"
+#include "worker/comm/cpu_replica_group.h"
+#include "worker/comm/gloo_process_group.h"
+#include "worker/coordination/coordination_agent.h"
+#include "worker/coordination/coordination_gloo_store.h"
+#include "worker/coordination/coordination_server.h"
+#include "worker/coordination/coordination_service.h"
+#include "worker/coordination/nccl_unique_id.h"
+#include "worker/train/join_attempt.h"
+#include "worker/train/local_addresses.h"
+#include "worker/train/preemption.h"
+#include "worker/train/terminate_handler.h"
+
+#if MIRRORED_WITH_CUDA
+#include "worker/comm/nccl_replica_group.h"
+#endif
+
+namespace mirrored {
+
+StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const ClusterConfig& config,
+                                                                     const StrategyOptions& options,
+                                                                     JoinAttempt* attempt) {
+  JoinAttempt unkept;  // the caller's, or one that dies with this call
+  JoinAttempt& a = attempt != nullptr ? *attempt : unkept;
+  a.Reset();  // a retry starts afresh, and frees the port a kept service held
+  std::unique_ptr<MirroredStrategy> s(new MirroredStrategy());
+  if (Status joined = s->Join(config, options, a); !joined.ok()) {
+    if (attempt != nullptr) s->KeepServiceIn(*attempt);
+    return joined;
+  }
+  return s;
+}
+
+void MirroredStrategy::KeepServiceIn(JoinAttempt& attempt) {
+  // Only a service whose failure some task still to register has not heard
+  // (a task started with another cluster): it tells them when they come.
+  if (!server_ || service_->WaitUntilEveryTaskKnowsFailure(std::chrono::milliseconds(0)).empty()) return;
+  LeaveJob();
+  attempt.service_ = std::move(service_);
+  attempt.server_ = std::move(server_);
+}
+
+Status MirroredStrategy::Join(const ClusterConfig& config, const StrategyOptions& options, JoinAttempt& attempt) {
+  // A peer that dies leaves Gloo writing to a closed socket: SIGPIPE's
+  // default action would kill this task (exit 141, no message) before the
+  // failure could be reported as the peer's (exit 3). Unless the program
+  // chose a disposition of its own, writes fail with EPIPE instead.
+  struct sigaction pipe_action {};
+  if (sigaction(SIGPIPE, nullptr, &pipe_action) == 0 && pipe_action.sa_handler == SIG_DFL &&
+      !(pipe_action.sa_flags & SA_SIGINFO)) {
+    signal(SIGPIPE, SIG_IGN);
+  }
+  if (const char* token = std::getenv(kJobTokenVariable); token != nullptr && *token != '\0' && options.job_token.empty()) {
+    MIRRORED_LOG(WARNING) << kJobTokenVariable << " is set but StrategyOptions::job_token is empty: this task "
+                          << "presents no token (start from StrategyOptions::FromEnvironment())";
+  }
+  options_ = options;
+  task_name_ = config.task.ToString();
+  InstallTerminateHandler(task_name_);
+  // Decided before joining: a task that cannot run its replicas fails now
+  // (exit 2) and the launcher stops the others.
+  GpuProbe probe;  // a CPU-only task never initialises the CUDA runtime
+  if (options.device != DeviceKind::kCpu) probe = options.gpu_probe ? options.gpu_probe() : ProbeGpus();
+  MIRRORED_ASSIGN_OR_RETURN(devices_, ResolveReplicaDevices(options.device, options.cpu_replicas, probe));
+  if (options.device == DeviceKind::kAuto && devices_.gpu && options.cpu_replicas != 1) {
+    MIRRORED_LOG(WARNING) << "--cpu-replicas " << options.cpu_replicas << " ignored: " << devices_.Describe()
+                          << " (--device auto found GPUs; pass --device cpu for CPU replicas)";
+  }
+  local_replicas_ = devices_.local_replicas();
+  std::vector<int> replicas_per_process = {local_replicas_};
+  int process_rank = 0;
+  std::string nccl_unique_id;
+
+  if (!config.is_single_local_task && config.NumTrainingTasks() > 0) {
+    namespace co = coordination;
+    std::vector<std::string> tasks;
+    // Compared at registration: the training tasks, "chief:0, worker:0,
+    // worker:1". Not their addresses: hosts may spell one address
+    // differently (a short name, a full one, an IP), and each task reaches
+    // the chief at the address it was given.
+    std::string cluster;
+    for (const TaskId& t : config.cluster.TrainingTasks()) {
+      tasks.push_back(t.ToString());
+      cluster += (cluster.empty() ? "" : ", ") + t.ToString();
+    }
+    const TaskId chief = config.cluster.ChiefTask();
+    const auto chief_address = config.cluster.AddressOf(chief);
+    if (!chief_address) return InvalidArgumentError("the chief " + chief.ToString() + " has no address");
+    if (config.IsChief()) {
+      co::CoordinationServiceOptions so;
+      so.tasks = tasks;
+      so.cluster = cluster;
+      for (const TaskId& t : config.cluster.TrainingTasks()) so.task_hosts.push_back(config.cluster.AddressOf(t)->host);
+      so.heartbeat_timeout_ms = options.heartbeat_timeout.count();
+      so.registration_timeout_ms = options.registration_timeout.count();
+      MIRRORED_ASSIGN_OR_RETURN(service_, co::CoordinationService::Create(so));
+      service_->StartDeadlineThread();
+      MIRRORED_ASSIGN_OR_RETURN(server_, co::CoordinationServer::Start(ListenAddress(*chief_address),
+                                                                       options.job_token, service_.get()));
+      // From here a failure of the join is the service's to tell (or found
+      // by it); see KeepServiceIn.
+      attempt.reached_service_ = true;
+    }
+    co::CoordinationAgentOptions ao;
+    ao.service_address = chief_address->ToString();
+    const std::string listen = ListenAddress(*chief_address);
+    if (config.task == chief && listen.starts_with("0.0.0.0:")) {
+      // The chief reaches its own service over loopback: its TF_CONFIG name
+      // need not resolve on its own host (the others report if they cannot).
+      ao.service_address = "127.0.0.1:" + std::to_string(chief_address->port);
+      // Where it resolves, to no address of this host: the others reach
+      // another host there (a "task" given to the wrong host; given as an
+      // IP, the same mistake fails the bind).
+      if (std::string elsewhere = NonLocalAddresses(chief_address->host); !elsewhere.empty()) {
+        MIRRORED_LOG(WARNING) << "the chief's address " << chief_address->ToString() << " resolves to " << elsewhere
+                              << ", no address of this host: the other tasks will look for the chief there. If this "
+                                 "host is not " << chief_address->host << ", TF_CONFIG's \"task\" here is wrong";
+      }
+    } else if (std::string why = ResolveError(chief_address->host); !why.empty()) {
+      // Registration keeps trying (a Kubernetes pod's name resolves once the
+      // pod is up), but say at once why it may be waiting.
+      MIRRORED_LOG(WARNING) << "the chief's address " << chief_address->ToString() << " (" << chief.ToString()
+                            << " in TF_CONFIG's cluster) does not resolve yet: " << why
+                            << "; registration keeps trying for --registration-timeout ("
+                            << SecondsText(options.registration_timeout) << ")";
+    }
+    ao.task_name = task_name_;
+    ao.device_count = local_replicas_;
+    ao.job_token = options.job_token;
+    ao.service_task = chief.ToString();
+    ao.cluster = cluster;
+    ao.heartbeat_interval_ms = options.heartbeat_interval.count();
+    ao.heartbeat_timeout_ms = options.heartbeat_timeout.count();
+    ao.registration_timeout_ms = options.registration_timeout.count();
+    // The chief's service is its own, new: nothing of the old generation to wait out.
+    ao.restarted = options.restarted && !(config.task == chief);
+    // SIGTERM from the launcher (stopping the job) ends that wait.
+    ao.stop_waiting = [] { return Preemption::Requested(); };
+    ao.collectives_started = collectives_started_;
+    ao.liveness_fd = LauncherLivenessFd();
+    agent_ = std::make_unique<co::CoordinationAgent>(ao);
+    agent_->SetErrorCallback([this](const Status& e) { OnJobError(e); });
+    // Asking to register: the service refuses this task alone, or answers
+    // it and every other task with the job's failure.
+    attempt.reached_service_ = true;
+    if (Status connected = agent_->Connect(); !connected.ok()) {
+      if (connected.code() == StatusCode::kDeadlineExceeded && !(config.task == chief)) {
+        if (std::string why = ResolveError(chief_address->host); !why.empty()) {
+          return DeadlineExceededError(connected.message() + "; the chief's address " + chief_address->ToString() +
+                                       " does not resolve: " + why + " (check TF_CONFIG's cluster)");
+        }
+      }
+      return connected;
+    }
+    const auto& view = agent_->cluster_view();
+    process_rank = agent_->task_index();
+    replicas_per_process.clear();
+    for (const auto& t : view.tasks) replicas_per_process.push_back(t.device_count);
+    nccl_unique_id = view.nccl_unique_id;
+    MIRRORED_LOG(INFO) << "joined the job: " << view.DebugString();
+    tasks_ = tasks;
+    if (tasks.size() > 1) MIRRORED_RETURN_IF_ERROR(CheckSameDeviceKind(tasks));
+
+    if (tasks.size() > 1 && !devices_.gpu) {
+      // Gloo binds an ephemeral port on this task's own address and meets
+      // its peers through the coordination service's key-value store.
+      const auto my_address = config.cluster.AddressOf(config.task);
+      // A peer to route toward: the chief, or for the chief the next task.
+      const TaskId peer = config.IsChief() ? config.cluster.TrainingTasks()[1] : chief;
+      const std::string interface = GlooInterfaceAddress(my_address, *config.cluster.AddressOf(peer));
+      MIRRORED_LOG(INFO) << "collectives (Gloo) bind " << interface;
+      store_ = std::make_unique<co::CoordinationGlooStore>(agent_.get(), "grads", options.registration_timeout);
+      // A peer failing now must not leave this task blocked in Gloo's
+      // connect (its timeout does not cover it): OnJobError exits instead.
+      SetBusy(true);
+      auto group = GlooProcessGroup::Connect(*store_, {.rank = process_rank,
+                                                       .size = static_cast<int>(tasks.size()),
+                                                       .prefix = "mesh",
+                                                       .interface_address = interface,
+                                                       .timeout = options.collective_timeout});
+      SetBusy(false);
+      if (!group.ok()) {
+        if (Status e = job_error(); !e.ok()) return e;
+        return group.status();
+      }
+      std::unique_ptr<ProcessGroup> gloo = std::move(group).value();
+      std::shared_ptr<ProcessGroup> cross;
+      if (options.check_collectives) {
+        MIRRORED_LOG(INFO) << kCheckCollectivesVariable << ": every collective is checked to be the same on every "
+                              "task (one small all-reduce more each)";
+        cross = std::make_shared<CheckedProcessGroup>(std::move(gloo), tasks);
+      } else {
+        cross = std::move(gloo);
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      process_group_ = std::move(cross);
+    }
+  }
+  rank_offset_ = std::accumulate(replicas_per_process.begin(), replicas_per_process.begin() + process_rank, 0);
+  world_size_ = std::accumulate(replicas_per_process.begin(), replicas_per_process.end(), 0);
+  num_tasks_ = static_cast<int>(replicas_per_process.size());
+  if (devices_.gpu) {
+    if (options.check_collectives) {
+      MIRRORED_LOG(WARNING) << kCheckCollectivesVariable << " is set but checks only CPU replicas' collectives: "
+                               "GPU replicas run NCCL's unchecked";
+    }
+    if (nccl_unique_id.empty()) {
+      // A single local task has no coordination service: the id is ours.
+      MIRRORED_ASSIGN_OR_RETURN(nccl_unique_id, coordination::GenerateNcclUniqueId());
+    }
+    MIRRORED_RETURN_IF_ERROR(CreateNcclReplicas(nccl_unique_id));
+    return OkStatus();
+  }
+  auto group = std::make_unique<CpuReplicaGroup>(
+      CpuReplicaGroupOptions{.replicas_per_process = replicas_per_process,
+                             .process_rank = process_rank,
+                             .timeout = options.collective_timeout,
+                             .collectives_started = collectives_started_},
+      process_group_.get());
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // OnJobError may read replicas_ from the agent's thread
+    replicas_ = std::move(group);
+  }
+  return OkStatus();
+}
+
+Status MirroredStrategy::CheckSameDeviceKind(const std::vector<std::string>& tasks) {
+  const std::string prefix = "mirrored/replica_device/";
+  const std::string mine = devices_.gpu ? "gpu" : "cpu";
+  MIRRORED_RETURN_IF_ERROR(agent_->KeyValueSet(prefix + task_name_, mine));
+  std::string kinds;
+  bool same = true;
+  for (const std::string& t : tasks) {
+    MIRRORED_ASSIGN_OR_RETURN(std::string kind,
+                              agent_->KeyValueGet(prefix + t, options_.registration_timeout.count()));
+    same = same && kind == mine;
+    kinds += (kinds.empty() ? "" : ", ") + t + " " + kind;
+  }
+  if (same) return OkStatus();
+  // Everyone has read every kind before anyone leaves: the chief's exit
+  // takes the service down, and a task still reading would report "service
+  // lost" instead of the cause. The barrier's own result does not change the
+  // verdict, read from every task: a peer that left it first and reported
+  // the same error cancels this task's call (the agent cancels its calls on
+  // a job error), and this task must still name the cause, not "task X
+  // failed" (exit 2, not 3).
+  (void)agent_->Barrier("mirrored/replica_device_checked", options_.registration_timeout.count());
+  return InvalidArgumentError("tasks disagree on the replica device (" + kinds +
+                              "): every task of a job must run GPU replicas, or every task CPU replicas; check "
+                              "--device and each host's GPUs (CUDA_VISIBLE_DEVICES)");
+}
+
+void MirroredStrategy::ReportFailureBeforeJoining(const ClusterConfig& config, const StrategyOptions& options,
+                                                  const Status& error, std::chrono::milliseconds wait) {
+  JoinAttempt().ReportFailure(config, options, error, wait);
+}
+
+Status MirroredStrategy::CreateNcclReplicas(const std::string& unique_id) {
+#if MIRRORED_WITH_CUDA
+  NcclReplicaGroupOptions o;
+  o.unique_id = unique_id;
+  o.world_size = world_size_;
+  o.rank_offset = rank_offset_;
+  o.devices = devices_.gpus;
+  o.timeout = options_.collective_timeout;
+  o.init_timeout = options_.registration_timeout;
+  MIRRORED_LOG(INFO) << "collectives (NCCL): ranks " << rank_offset_ << "-" << rank_offset_ + local_replicas_ - 1
+                     << " of " << world_size_ << " on " << devices_.Describe();
+  // As for Gloo's connect: a peer failing during the init must not leave
+  // this task waiting out init_timeout (OnJobError exits after the grace).
+  SetBusy(true);
+  auto group = NcclReplicaGroup::Create(std::move(o));
+  SetBusy(false);
+  if (!group.ok()) {
+    if (Status e = job_error(); !e.ok()) return e;
+    return group.status();
+  }
+  (*group)->replica(0).CountStartedOperations(collectives_started_);  // reported with the heartbeats
+  std::lock_guard<std::mutex> lock(mu_);
+  replicas_ = std::move(group).value();
+  return OkStatus();
+#else
+  (void)unique_id;
+  return FailedPreconditionError("GPU replicas need a build with CUDA (MIRRORED_WITH_CUDA=OFF)");
+#endif
+}
+
+}  // namespace mirrored
