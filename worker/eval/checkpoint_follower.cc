@@ -21,6 +21,7 @@ CheckpointFollower::CheckpointFollower(FileEnv* env, const WorkerOptions& option
       reader_(env, options.run_dir, /*model_only=*/true),
       skipped_(options.run_dir),
       done_step_(progress.done_step),
+      evaluated_step_(progress.done_step),
       start_run_(std::move(progress.start_run)) {
   summary_.evaluated_before = done_step_;
 }
@@ -85,6 +86,7 @@ void CheckpointFollower::FollowRestart() {
     MIRRORED_LOG(INFO) << "the job started again from step " << (*start)->from_step << ", behind ckpt-" << done_step_
                        << " evaluated before: evaluating its checkpoints after step " << (*start)->from_step;
     done_step_ = (*start)->from_step;
+    evaluated_step_ = std::min(evaluated_step_, done_step_);
     skipped_.RemoveAfter(done_step_);
     log_.RestartedFrom((*start)->from_step);
     if (summary_.evaluations == 0) {
@@ -162,6 +164,13 @@ Status CheckpointFollower::EvaluateOne(const CheckpointInfo& info, bool last_pen
     }
     skipped_.Add(info.step, loaded.status());
     done_step_ = std::max(done_step_, info.step);
+    // Skipped for good: the chief need not keep it for this evaluator any
+    // more, but it is no progress (MarkEvaluated would record it as
+    // evaluated). Skipped once, the lease's "reading" keeps it until its
+    // second look, unless a newer checkpoint's Acquire takes its place.
+    if (skipped_.Confirmed(info.step)) {
+      MIRRORED_RETURN_IF_ERROR(WhileRunning(EvaluatorLease::Release(env_, options_.run_dir, info.step)));
+    }
     return OkStatus();
   }
   MIRRORED_ASSIGN_OR_RETURN(TestSetEvaluator::Result result, evaluator_.Evaluate(*loaded));
@@ -171,8 +180,11 @@ Status CheckpointFollower::EvaluateOne(const CheckpointInfo& info, bool last_pen
   MIRRORED_RETURN_IF_ERROR(log_.Record(loaded->info, final, result.loss, result.accuracy));
   done_step_ = std::max(done_step_, info.step);  // a retried one may be older
   skipped_.Remove(info.step);                     // a second look that found it whole
+  // The newest step evaluated, not done_step_: that one may have been
+  // skipped (a second look evaluates an older checkpoint after newer ones).
+  evaluated_step_ = std::max(evaluated_step_, info.step);
   MIRRORED_RETURN_IF_ERROR(
-      WhileRunning(EvaluatorLease::MarkEvaluated(env_, options_.run_dir, done_step_, start_run_)));
+      WhileRunning(EvaluatorLease::MarkEvaluated(env_, options_.run_dir, evaluated_step_, start_run_)));
   last_progress_ = Clock::now();
   watch_.Progressed();
   ++summary_.evaluations;

@@ -7,6 +7,7 @@
 // --max-evaluations, or after --eval-timeout with no new checkpoint (each
 // ends the lease), or on SIGINT/SIGTERM (between checkpoints), which pauses
 // it (EvaluatorLease::Pause: the backlog stays protected for a restart).
+// Only the steps it evaluated are recorded in the lease as evaluated.
 //
 //   CheckpointFollower follower(env, options, progress, *evaluator, *log, std::move(watch));
 //   MIRRORED_ASSIGN_OR_RETURN(EvaluationSummary summary, follower.Run());
@@ -81,6 +82,7 @@ class CheckpointFollower {
   CheckpointReader reader_;
   SkippedCheckpoints skipped_;
   int64_t done_step_;      // the last step evaluated or passed over
+  int64_t evaluated_step_;  // the last step evaluated: the lease's progress
   std::string start_run_;  // the chief's start (training_start.h) that done_step_ belongs to
   EvaluationSummary summary_;
   Clock::time_point last_progress_ = Clock::now();
