@@ -1,5 +1,8 @@
 // The evaluator and the checkpoints it skips (damaged when it loads them):
-// a skipped step is never recorded in its lease as evaluated.
+// a skipped step is never recorded in its lease as evaluated, and one
+// skipped once, due for its second look when --max-evaluations or
+// --eval-timeout stops the evaluator, is either given that look or named as
+// not evaluated in the last line (it was counted as skipped on one look).
 // A real mirrored-worker trains the checkpoints; the evaluator runs alone on
 // its run directory.
 #include <unistd.h>
@@ -100,6 +103,14 @@ TEST_F(EvaluatorSkippedCheckpointTest, ASkippedCheckpointIsNeverRecordedAsEvalua
   EXPECT_NE(first->output().find("evaluated checkpoint ckpt-10"), std::string::npos) << first->output();
   EXPECT_EQ(first->output().find("evaluated final checkpoint ckpt-30"), std::string::npos) << first->output();
   EXPECT_EQ(Lease()["last_evaluated_step"], 20) << Lease().dump();
+  // ckpt-30 was looked at once: not counted as skipped, named as not
+  // evaluated.
+  EXPECT_NE(first->output().find("evaluator stopped after 2 checkpoint(s) without the final one; ckpt-30 not "
+                                 "evaluated: unreadable on its only look, and --max-evaluations stopped the "
+                                 "evaluator before its second"),
+            std::string::npos)
+      << first->output();
+
   // Started again, it resumes after ckpt-20 and looks at ckpt-30 twice.
   auto again = StartEvaluator({"--poll-interval", "0.2"});
   ASSERT_NE(again, nullptr);
@@ -111,6 +122,35 @@ TEST_F(EvaluatorSkippedCheckpointTest, ASkippedCheckpointIsNeverRecordedAsEvalua
       << again->output();
   EXPECT_EQ(again->output().find("was evaluated before"), std::string::npos) << again->output();
   EXPECT_EQ(Lease()["last_evaluated_step"], 20) << Lease().dump();
+}
+
+// No end of the job in sight (a chief started from ckpt-30 trains on): a
+// checkpoint found damaged after --eval-timeout's quiet time gets its second
+// look, a poll later, before the evaluator stops; repaired by then, it is
+// evaluated. (It stopped at once and counted it as skipped.)
+TEST_F(EvaluatorSkippedCheckpointTest, EvalTimeoutGivesACheckpointSkippedOnceItsSecondLook) {
+  fs::remove(run_ / "checkpoints" / "training-done");
+  std::ofstream(run_ / "checkpoints" / "training-start") << R"({"from_step": 30, "run": "0123456789abcdef", "time": 1})";
+  const fs::path aside = dir_ / "ckpt-30";
+  fs::rename(run_ / "checkpoints" / "ckpt-30", aside);
+  auto evaluator = StartEvaluator({"--poll-interval", "5", "--eval-timeout", "3"});
+  ASSERT_NE(evaluator, nullptr);
+  ASSERT_TRUE(evaluator->WaitForOutput("evaluated checkpoint ckpt-20", 60s)) << evaluator->output();
+  // Written damaged while the evaluator waits for its next poll, which
+  // comes after the 3 s of --eval-timeout.
+  fs::rename(aside, run_ / "checkpoints" / "ckpt-30");
+  Damage(30);
+  ASSERT_TRUE(evaluator->WaitForOutput("skipping ckpt-30: ", 60s)) << evaluator->output();
+  Repair(30);
+  auto exit = evaluator->WaitExit(60s);
+  ASSERT_TRUE(exit.has_value()) << evaluator->output();
+  EXPECT_TRUE(exit->success()) << evaluator->output();
+  EXPECT_NE(evaluator->output().find("checkpoint ckpt-30 (epoch"), std::string::npos) << evaluator->output();
+  EXPECT_NE(evaluator->output().find("evaluator stopped after 3 checkpoint(s); the newest, ckpt-30, final in its "
+                                     "state.json"),
+            std::string::npos)
+      << evaluator->output();
+  EXPECT_EQ(Lease()["last_evaluated_step"], 30) << Lease().dump();
 }
 
 }  // namespace
