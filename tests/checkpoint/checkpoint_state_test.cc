@@ -92,6 +92,26 @@ TEST(CheckpointIndexTest, NamesAndJson) {
             StatusCode::kDataLoss);
 }
 
+// A checkpoint skipped for good (damaged on two looks) is released without
+// being recorded as evaluated: the progress stays where the last evaluation
+// left it, and the chief keeps the skipped one as part of the backlog only.
+TEST(EvaluatorLeaseTest, ReleaseFreesTheSkippedCheckpointWithoutProgress) {
+  ScratchDir dir;
+  FileEnv* env = FileEnv::Default();
+  ASSERT_TRUE(EvaluatorLease::Follow(env, dir.path()).ok());
+  ASSERT_TRUE(EvaluatorLease::MarkEvaluated(env, dir.path(), 20).ok());
+  ASSERT_TRUE(EvaluatorLease::Acquire(env, dir.path(), 30).ok());
+  ASSERT_TRUE(EvaluatorLease::Release(env, dir.path(), 10).ok());
+  EXPECT_EQ(EvaluatorLease::Read(env, dir.path())->reading, 30) << "another step's release frees nothing";
+  ASSERT_TRUE(EvaluatorLease::Release(env, dir.path(), 30).ok());
+  auto released = EvaluatorLease::Read(env, dir.path());
+  ASSERT_TRUE(released.ok()) << released.status();
+  EXPECT_FALSE(released->reading);
+  EXPECT_EQ(released->last_evaluated_step, 20) << "a skipped step is not recorded as evaluated";
+  EXPECT_TRUE(released->following);
+  EXPECT_TRUE(released->Protects(30)) << "in the backlog, for an evaluator started again";
+}
+
 TEST(EvaluatorLeaseTest, AcquireAndMarkEvaluated) {
   ScratchDir dir;
   FileEnv* env = FileEnv::Default();

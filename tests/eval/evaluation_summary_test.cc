@@ -62,5 +62,28 @@ TEST(EvaluationSummaryTest, StoppedBySignal) {
   EXPECT_EQ(s.LastLine(), "evaluator stopped by SIGTERM (15) after 3 checkpoint(s)");
 }
 
+// Checkpoints skipped on one look when the evaluator stopped (their second
+// look was due): named as not evaluated, not counted as skipped (they were,
+// though one look may catch a checkpoint being replaced).
+TEST(EvaluationSummaryTest, CheckpointsDueForASecondLookAreNamedAsNotEvaluated) {
+  EvaluationSummary s;
+  s.evaluations = 2, s.last_step = 20, s.skipped = 1, s.unsettled = {30}, s.stopped_by = "--max-evaluations";
+  EXPECT_EQ(s.LastLine(),
+            "evaluator stopped after 2 checkpoint(s) (1 more skipped: removed or damaged before they could be "
+            "evaluated) without the final one; ckpt-30 not evaluated: unreadable on its only look, and "
+            "--max-evaluations stopped the evaluator before its second");
+  s.unsettled = {30, 40}, s.stopped_by = "SIGTERM (15)", s.stop_signal = 15;
+  EXPECT_EQ(s.LastLine(),
+            "evaluator stopped by SIGTERM (15) after 2 checkpoint(s); ckpt-30, ckpt-40 not evaluated: unreadable on "
+            "their only look, and SIGTERM (15) stopped the evaluator before their second");
+  // Nothing evaluated by this run: not "nothing new" either.
+  s = EvaluationSummary{};
+  s.evaluated_before = 20, s.unsettled = {30}, s.stopped_by = "--eval-timeout";
+  EXPECT_EQ(s.LastLine(),
+            "evaluator stopped after 0 checkpoint(s); the newest evaluated, ckpt-20, evaluated before (recorded in "
+            "the evaluator lease); ckpt-30 not evaluated: unreadable on its only look, and --eval-timeout stopped "
+            "the evaluator before its second");
+}
+
 }  // namespace
 }  // namespace mirrored

@@ -99,6 +99,13 @@ Status EvaluatorLease::MarkEvaluated(FileEnv* env, const std::string& run_dir, i
   return Write(env, run_dir, next);
 }
 
+Status EvaluatorLease::Release(FileEnv* env, const std::string& run_dir, int64_t step) {
+  State next = ReadOrEmpty(env, run_dir);
+  if (next.reading == step) next.reading = std::nullopt;
+  next.following = true;
+  return Write(env, run_dir, next);
+}
+
 Status EvaluatorLease::Stop(FileEnv* env, const std::string& run_dir) {
   State next = ReadOrEmpty(env, run_dir);
   next.reading = std::nullopt;

@@ -18,8 +18,12 @@
 // The evaluator protocol: Follow() when it starts; pick the oldest complete
 // checkpoint after its progress, Acquire(step), then open and validate it;
 // if that fails with NotFound/DataLoss (pruned in the instant before the
-// lease landed) skip it. MarkEvaluated(step) releases "reading" and records
-// progress, so a restarted evaluator resumes after `step`. Stop() when it
+// lease landed, or damaged) skip it, and once skipped for good Release(step)
+// it. MarkEvaluated(step) releases "reading" and records progress, so a
+// restarted evaluator resumes after `step`: only a step really evaluated is
+// recorded, never one skipped (a restarted evaluator looks at that again,
+// and while it follows the chief keeps it as part of the backlog; recorded,
+// it was said to be "evaluated before"). Stop() when it
 // ends normally (final checkpoint, --max-evaluations, --eval-timeout): a
 // later job on the same RUN_DIR without an evaluator prunes as usual.
 // Pause() when a signal stops it before its end (the launcher stopping or
@@ -73,6 +77,9 @@ class EvaluatorLease {
   // chief's start `start_run` ("" when there is no record of one).
   static Status MarkEvaluated(FileEnv* env, const std::string& run_dir, int64_t step,
                               const std::string& start_run = "");
+  // Releases "reading" if it names ckpt-<step> (skipped: damaged or gone),
+  // keeping the progress and following.
+  static Status Release(FileEnv* env, const std::string& run_dir, int64_t step);
   // The evaluator has ended normally: nothing is protected any more; the
   // progress is kept.
   static Status Stop(FileEnv* env, const std::string& run_dir);

@@ -21,6 +21,7 @@ CheckpointFollower::CheckpointFollower(FileEnv* env, const WorkerOptions& option
       reader_(env, options.run_dir, /*model_only=*/true),
       skipped_(options.run_dir),
       done_step_(progress.done_step),
+      evaluated_step_(progress.done_step),
       start_run_(std::move(progress.start_run)) {
   summary_.evaluated_before = done_step_;
 }
@@ -31,17 +32,24 @@ StatusOr<EvaluationSummary> CheckpointFollower::Run() {
   MIRRORED_LOG(INFO) << "evaluator following " << options_.run_dir << "/checkpoints every "
                      << options_.poll_interval_sec << " s";
   bool looked_again_at_the_end = false;
+  bool looked_again_at_timeout = false;  // reset by each evaluation
   while (true) {
     FollowRestart();
     std::vector<CheckpointReader::Skipped> damaged;
     const StatusOr<std::vector<CheckpointInfo>> listed = reader_.ListComplete(&damaged);
     NoteEvaluatedBefore(listed);
     const std::vector<CheckpointInfo> pending = Pending(listed, damaged);
+    const int64_t evaluations_before = summary_.evaluations;
     for (const CheckpointInfo& info : pending) {  // ascending by step
       if (std::optional<int> sig = StopSignal::Received()) return StoppedBySignal(*sig);
       MIRRORED_RETURN_IF_ERROR(EvaluateOne(info, info.step == pending.back().step));
-      if (options_.max_evaluations > 0 && summary_.evaluations >= options_.max_evaluations) return Finish();
+      // At once, even with checkpoints due for their second look (which could
+      // evaluate one more): the last line names them as not evaluated.
+      if (options_.max_evaluations > 0 && summary_.evaluations >= options_.max_evaluations) {
+        return Finish("--max-evaluations");
+      }
     }
+    if (summary_.evaluations > evaluations_before) looked_again_at_timeout = false;
     const JobEndWatch::Verdict end = watch_.Check({listed, damaged}, done_step_, skipped_, summary_.evaluations);
     if (end.outcome == JobEndWatch::Outcome::kLastCheckpointLost) {
       (void)EvaluatorLease::Stop(env_, options_.run_dir);
@@ -61,12 +69,26 @@ StatusOr<EvaluationSummary> CheckpointFollower::Run() {
       }
       summary_.saw_final = true;
       summary_.final_step = end.final_step;
-      return Finish();
+      return Finish("the job's end");
     }
     if (timeout.count() > 0 && Clock::now() - last_progress_ >= timeout) {
+      // As at the job's end: checkpoints seen damaged or gone once get their
+      // second look a poll later (one found whole is progress, and the
+      // timeout starts again), instead of being counted as skipped on one
+      // look.
+      if (const std::vector<int64_t> tentative = skipped_.Tentative();
+          !tentative.empty() && !looked_again_at_timeout) {
+        looked_again_at_timeout = true;
+        MIRRORED_LOG(INFO) << "no new checkpoint evaluated for " << options_.eval_timeout_sec
+                           << " s (--eval-timeout); looking at ckpt-" << tentative.front()
+                           << (tentative.size() > 1 ? " and others" : "") << ", skipped once, again in "
+                           << options_.poll_interval_sec << " s before stopping";
+        if (std::optional<int> sig = StopSignal::WaitFor(poll)) return StoppedBySignal(*sig);
+        continue;
+      }
       MIRRORED_LOG(WARNING) << "no new checkpoint for " << options_.eval_timeout_sec
                             << " s (--eval-timeout): stopping after " << summary_.evaluations << " evaluation(s)";
-      return Finish();
+      return Finish("--eval-timeout");
     }
     // Polling is the contract (--poll-interval): the run directory may be on
     // another machine's file system, with nothing to wait on. A stop signal
@@ -85,6 +107,7 @@ void CheckpointFollower::FollowRestart() {
     MIRRORED_LOG(INFO) << "the job started again from step " << (*start)->from_step << ", behind ckpt-" << done_step_
                        << " evaluated before: evaluating its checkpoints after step " << (*start)->from_step;
     done_step_ = (*start)->from_step;
+    evaluated_step_ = std::min(evaluated_step_, done_step_);
     skipped_.RemoveAfter(done_step_);
     log_.RestartedFrom((*start)->from_step);
     if (summary_.evaluations == 0) {
@@ -162,6 +185,13 @@ Status CheckpointFollower::EvaluateOne(const CheckpointInfo& info, bool last_pen
     }
     skipped_.Add(info.step, loaded.status());
     done_step_ = std::max(done_step_, info.step);
+    // Skipped for good: the chief need not keep it for this evaluator any
+    // more, but it is no progress (MarkEvaluated would record it as
+    // evaluated). Skipped once, the lease's "reading" keeps it until its
+    // second look, unless a newer checkpoint's Acquire takes its place.
+    if (skipped_.Confirmed(info.step)) {
+      MIRRORED_RETURN_IF_ERROR(WhileRunning(EvaluatorLease::Release(env_, options_.run_dir, info.step)));
+    }
     return OkStatus();
   }
   MIRRORED_ASSIGN_OR_RETURN(TestSetEvaluator::Result result, evaluator_.Evaluate(*loaded));
@@ -171,8 +201,11 @@ Status CheckpointFollower::EvaluateOne(const CheckpointInfo& info, bool last_pen
   MIRRORED_RETURN_IF_ERROR(log_.Record(loaded->info, final, result.loss, result.accuracy));
   done_step_ = std::max(done_step_, info.step);  // a retried one may be older
   skipped_.Remove(info.step);                     // a second look that found it whole
+  // The newest step evaluated, not done_step_: that one may have been
+  // skipped (a second look evaluates an older checkpoint after newer ones).
+  evaluated_step_ = std::max(evaluated_step_, info.step);
   MIRRORED_RETURN_IF_ERROR(
-      WhileRunning(EvaluatorLease::MarkEvaluated(env_, options_.run_dir, done_step_, start_run_)));
+      WhileRunning(EvaluatorLease::MarkEvaluated(env_, options_.run_dir, evaluated_step_, start_run_)));
   last_progress_ = Clock::now();
   watch_.Progressed();
   ++summary_.evaluations;
@@ -187,9 +220,16 @@ Status CheckpointFollower::EvaluateOne(const CheckpointInfo& info, bool last_pen
   return OkStatus();
 }
 
-EvaluationSummary CheckpointFollower::Finish() {
-  // The checkpoints skipped and not evaluated since.
-  summary_.skipped = skipped_.size();
+void CheckpointFollower::NoteSkipped(const std::string& stopped_by) {
+  // Skipped and not evaluated since: on two looks (or written again and
+  // skipped again), and those still due for their second look.
+  summary_.unsettled = skipped_.Tentative();
+  summary_.skipped = skipped_.size() - static_cast<int64_t>(summary_.unsettled.size());
+  summary_.stopped_by = stopped_by;
+}
+
+EvaluationSummary CheckpointFollower::Finish(const std::string& stopped_by) {
+  NoteSkipped(stopped_by);
   // An evaluator that fails while evaluating keeps its lease, for its
   // restart; not being able to end it does not undo the evaluations: a
   // warning.
@@ -204,7 +244,7 @@ EvaluationSummary CheckpointFollower::Finish() {
 EvaluationSummary CheckpointFollower::StoppedBySignal(int sig) {
   MIRRORED_LOG(WARNING) << "stopping on " << SignalName(sig) << " after " << summary_.evaluations << " evaluation(s)";
   summary_.stop_signal = sig;
-  summary_.skipped = skipped_.size();
+  NoteSkipped(SignalName(sig));
   // Stopped before the end (the launcher stopping or restarting the job, a
   // Ctrl-C): the chief goes on keeping the checkpoints not evaluated yet
   // (up to 2 x --keep-checkpoints), for the evaluator started again.

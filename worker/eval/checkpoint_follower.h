@@ -4,9 +4,12 @@
 // after newer ones), under the evaluator lease (evaluator_lease.h), and
 // stops when JobEndWatch says the job's last checkpoint is reached (after
 // one more poll while checkpoints skipped once await their second look), after
-// --max-evaluations, or after --eval-timeout with no new checkpoint (each
-// ends the lease), or on SIGINT/SIGTERM (between checkpoints), which pauses
-// it (EvaluatorLease::Pause: the backlog stays protected for a restart).
+// --eval-timeout with no new checkpoint (one more poll too), or after
+// --max-evaluations (at once: the last line names the checkpoints that
+// awaited their second look as not evaluated) (each ends the lease), or on
+// SIGINT/SIGTERM (between checkpoints), which pauses it
+// (EvaluatorLease::Pause: the backlog stays protected for a restart). Only
+// the steps it evaluated are recorded in the lease as evaluated.
 //
 //   CheckpointFollower follower(env, options, progress, *evaluator, *log, std::move(watch));
 //   MIRRORED_ASSIGN_OR_RETURN(EvaluationSummary summary, follower.Run());
@@ -68,9 +71,12 @@ class CheckpointFollower {
   // loaded is skipped. `last_pending`: no newer one is pending (a "final"
   // mark then makes it the final checkpoint).
   Status EvaluateOne(const CheckpointInfo& info, bool last_pending);
+  // The summary's skipped checkpoints, as the evaluator stops (`stopped_by`:
+  // what stopped it, for the ones due for a second look).
+  void NoteSkipped(const std::string& stopped_by);
   // A normal end: the chief need not keep a backlog for this evaluator any
   // more.
-  EvaluationSummary Finish();
+  EvaluationSummary Finish(const std::string& stopped_by);
   EvaluationSummary StoppedBySignal(int sig);
 
   FileEnv* const env_;
@@ -81,6 +87,7 @@ class CheckpointFollower {
   CheckpointReader reader_;
   SkippedCheckpoints skipped_;
   int64_t done_step_;      // the last step evaluated or passed over
+  int64_t evaluated_step_;  // the last step evaluated: the lease's progress
   std::string start_run_;  // the chief's start (training_start.h) that done_step_ belongs to
   EvaluationSummary summary_;
   Clock::time_point last_progress_ = Clock::now();

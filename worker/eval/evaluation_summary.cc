@@ -16,6 +16,20 @@ std::string Result(double loss, double accuracy) {
 }  // namespace
 
 std::string EvaluationSummary::LastLine() const {
+  std::string line = Outcome();
+  if (!unsettled.empty()) {
+    // Not "skipped": one look may have caught a checkpoint being replaced.
+    line += "; ";
+    for (size_t i = 0; i < unsettled.size(); ++i) line += (i ? ", ckpt-" : "ckpt-") + std::to_string(unsettled[i]);
+    const bool one = unsettled.size() == 1;
+    line += std::string(" not evaluated: unreadable on ") + (one ? "its" : "their") + " only look, and " +
+            (stopped_by.empty() ? std::string("the evaluator's end") : stopped_by) + " stopped the evaluator before " +
+            (one ? "its" : "their") + " second";
+  }
+  return line;
+}
+
+std::string EvaluationSummary::Outcome() const {
   const std::string count = std::to_string(evaluations) + " checkpoint(s)";
   if (stop_signal) return "evaluator stopped by " + SignalName(*stop_signal) + " after " + count;
   // Checkpoints listed but gone (or damaged) before they could be read.
@@ -44,7 +58,7 @@ std::string EvaluationSummary::LastLine() const {
              ", final in its state.json, was evaluated before (recorded in the evaluator lease)";
     }
     // Skipped ones were new: not "nothing new".
-    return stopped + (skipped > 0 ? "; the newest evaluated, ckpt-" : ": nothing new after ckpt-") +
+    return stopped + (skipped > 0 || !unsettled.empty() ? "; the newest evaluated, ckpt-" : ": nothing new after ckpt-") +
            std::to_string(evaluated_before) + ", evaluated before (recorded in the evaluator lease)";
   }
   return stopped + " without the final one";

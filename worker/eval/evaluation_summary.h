@@ -9,12 +9,18 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mirrored {
 
 struct EvaluationSummary {
   int64_t evaluations = 0;
-  int64_t skipped = 0;            // listed, but removed or damaged before it could be loaded
+  int64_t skipped = 0;            // listed, but removed or damaged before it could be loaded (two looks)
+  // Skipped on one look and due for their second (one can be caught being
+  // replaced) when the evaluator stopped: not evaluated, not counted as
+  // skipped. `stopped_by` says what stopped it ("--max-evaluations").
+  std::vector<int64_t> unsettled{};
+  std::string stopped_by{};
   // The newest step evaluated by this run (not the last evaluated: a second
   // look can evaluate an older checkpoint after it), its result, and
   // whether it was evaluated as final (marked so in its state.json, no newer
@@ -37,6 +43,10 @@ struct EvaluationSummary {
   // what it evaluated, and whether it reached the job's last checkpoint
   // (or, stopped before, what it knows of it).
   std::string LastLine() const;
+
+ private:
+  // LastLine() but for the unsettled checkpoints.
+  std::string Outcome() const;
 };
 
 }  // namespace mirrored
