@@ -45,14 +45,17 @@ struct RunningTask {
 };
 
 // Did this task end because we stopped it, rather than failing by itself?
-// A task told to stop may answer with the signal, with 128 + signal, with
-// exit code 3 (it saw the job abort) or even 0 (it was just finishing).
+// A task told to stop may answer with the signal, with 128 + signal, or with
+// exit code 3 (it saw the job abort). Exit 0 is not one: a task exits 0 only
+// once its work is done (a worker after the exit barrier, an evaluator after
+// the final checkpoint), so a 0 reaped after our SIGTERM was ending anyway
+// (seen: a chief SIGKILLed by hand after the exit barrier, and its peer's 0
+// reported as "stopped by the launcher").
 bool EndedBecauseStopped(const RunningTask& t, const ProcessExit& e) {
   if (!t.signal_sent) return false;
   if (e.signal) return *e.signal == *t.signal_sent || (*e.signal == SIGKILL && t.killed);
   int code = *e.exit_code;
-  return code == 0 || code == kExitPeerFailed || code == 128 + *t.signal_sent ||
-         code == 128 + SIGTERM;
+  return code == kExitPeerFailed || code == 128 + *t.signal_sent || code == 128 + SIGTERM;
 }
 
 void CloseFd(int& fd) {
@@ -213,6 +216,7 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
     r.exit = exit;
     r.ended_at = std::chrono::system_clock::now();
     r.stopped_by_supervisor = EndedBecauseStopped(t, exit) && !t.stalled && !t.failed_exit;
+    r.signal_sent = t.signal_sent;
     r.restarts = t.restarts;
     t.result = r;
     if (!r.is_training && !r.exit.success() && !r.stopped_by_supervisor && !outcome.stop_signal && !kill_deadline &&
@@ -562,6 +566,20 @@ std::string FormatFailureReport(const JobOutcome& outcome) {
     out << "==== job failed ====\n";
     out << "first failure: task " << f.name << " ended with " << f.exit.ToString() << " at "
         << when << "\n";
+    // A signal the launcher did not send came from outside (a user's kill,
+    // the OOM killer); after every other training task had finished, it
+    // struck at the job's very end (final checkpoint, exit barrier, shutdown).
+    if (f.exit.signal && !f.signal_sent) {
+      const bool others_finished =
+          f.is_training && std::all_of(outcome.tasks.begin(), outcome.tasks.end(), [&](const TaskResult& r) {
+            return r.name == f.name || !r.is_training || r.exit.success();
+          }) && outcome.tasks.size() > 1;
+      out << "  (" << SignalName(*f.exit.signal) << " from outside the launcher"
+          << (others_finished ? "; every other training task had finished (exit code 0): it ended after training, "
+                                "at the final checkpoint, the exit barrier or the shutdown"
+                              : "")
+          << ")\n";
+    }
     // Exit 3 first: the task that failed was stopped by the launcher (frozen,
     // or still running) before it could exit on its own. Its peer's own
     // message names it.
@@ -578,6 +596,11 @@ std::string FormatFailureReport(const JobOutcome& outcome) {
     out << "  " << r.name << ": " << r.exit.ToString();
     if (preempted && Preempted(r)) {
       out << " (preempted)";
+    } else if (r.exit.success()) {
+      // Its work was done; a SIGTERM from us reached it as it ended.
+      out << (r.signal_sent ? " (it had finished, and ended by itself as the launcher's " + SignalName(*r.signal_sent) +
+                                  " came)"
+                            : " (it had finished)");
     } else if (r.exit.exit_code == kExitPeerFailed) {
       // Its own exit: it saw the failure before (or while) the launcher
       // stopped it.
