@@ -14,6 +14,7 @@
 #include <regex>
 #include <sstream>
 
+#include "common/file_system_full.h"
 #include "common/launcher_environment.h"
 #include "common/seconds_text.h"
 #include "common/signal_name.h"
@@ -566,6 +567,14 @@ std::string FormatFailureReport(const JobOutcome& outcome) {
     out << "==== job failed ====\n";
     out << "first failure: task " << f.name << " ended with " << f.exit.ToString() << " at "
         << when << "\n";
+    // A full disk is the one cause a user can fix between two attempts:
+    // said up front, not only in the last lines.
+    for (auto it = f.last_lines.rbegin(); it != f.last_lines.rend(); ++it) {
+      if (std::optional<std::string> full = FileSystemFullIn(*it)) {
+        out << "  cause: " << *full << ": free space there (a restart writes there again)\n";
+        break;
+      }
+    }
     // A signal the launcher did not send came from outside (a user's kill,
     // the OOM killer); after every other training task had finished, it
     // struck at the job's very end (final checkpoint, exit barrier, shutdown).

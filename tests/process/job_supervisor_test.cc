@@ -161,6 +161,26 @@ TEST_F(JobSupervisorTest, ChiefKilledAfterTrainingIsReportedAsSuchAndItsFinished
   EXPECT_EQ(report.find("stopped by the launcher"), std::string::npos) << report;
 }
 
+// A chief whose disk filled up: the report says so up front (the cause a
+// user can fix before the restart), not only in the last lines.
+TEST_F(JobSupervisorTest, AFullDiskIsTheReportedCause) {
+  JobSupervisor supervisor(console_.get(), {.grace_period = 5s});
+  auto outcome = supervisor.Run(
+      {Shell("worker:0", "echo 'step 10/60'; echo 'mirrored-worker: worker:0: error: writing checkpoint /r/ckpt-10: "
+                         "write /r/.tmp-ckpt-10-ab/optimizer.safetensors: the file system holding /r is full (No space "
+                         "left on device; 12 KiB free of 2.0 MiB): free space there, or use another --run-dir' >&2; "
+                         "exit 1"),
+       Shell("worker:1", "exec sleep 30")});
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->exit_code, 1);
+  std::string report = FormatFailureReport(*outcome);
+  EXPECT_NE(report.find("first failure: task worker:0 ended with exit code 1 at "), std::string::npos) << report;
+  EXPECT_NE(report.find("\n  cause: the file system holding /r is full (No space left on device; 12 KiB free of "
+                        "2.0 MiB): free space there (a restart writes there again)\n"),
+            std::string::npos)
+      << report;
+}
+
 // A frozen task never exits by itself: its peer exits 3 first, naming it, and
 // the launcher kills the frozen one. The report points at the named task.
 TEST_F(JobSupervisorTest, ExitThreeFirstPointsAtTheTaskItNames) {
