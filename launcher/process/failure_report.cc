@@ -1,9 +1,11 @@
 #include "launcher/process/failure_report.h"
 
+#include <algorithm>
 #include <ctime>
 #include <regex>
 #include <sstream>
 
+#include "common/file_system_full.h"
 #include "common/signal_name.h"
 #include "common/status.h"
 #include "common/task_interrupt.h"
@@ -65,6 +67,28 @@ std::string FormatFailureReport(const JobOutcome& outcome) {
     out << "==== job failed ====\n";
     out << "first failure: task " << f.name << " ended with " << f.exit.ToString() << " at "
         << when << "\n";
+    // A full disk is the one cause a user can fix between two attempts:
+    // said up front, not only in the last lines.
+    for (auto it = f.last_lines.rbegin(); it != f.last_lines.rend(); ++it) {
+      if (std::optional<std::string> full = FileSystemFullIn(*it)) {
+        out << "  cause: " << *full << ": free space there (a restart writes there again)\n";
+        break;
+      }
+    }
+    // A signal the launcher did not send came from outside (a user's kill,
+    // the OOM killer); after every other training task had finished, it
+    // struck at the job's very end (final checkpoint, exit barrier, shutdown).
+    if (f.exit.signal && !f.signal_sent) {
+      const bool others_finished =
+          f.is_training && std::all_of(outcome.tasks.begin(), outcome.tasks.end(), [&](const TaskResult& r) {
+            return r.name == f.name || !r.is_training || r.exit.success();
+          }) && outcome.tasks.size() > 1;
+      out << "  (" << SignalName(*f.exit.signal) << " from outside the launcher"
+          << (others_finished ? "; every other training task had finished (exit code 0): it ended after training, "
+                                "at the final checkpoint, the exit barrier or the shutdown"
+                              : "")
+          << ")\n";
+    }
     // Exit 3 first: the task that failed was stopped by the launcher (frozen,
     // or still running) before it could exit on its own. Its peer's own
     // message names it.
@@ -81,6 +105,11 @@ std::string FormatFailureReport(const JobOutcome& outcome) {
     out << "  " << r.name << ": " << r.exit.ToString();
     if (preempted && Preempted(r)) {
       out << " (preempted)";
+    } else if (r.exit.success()) {
+      // Its work was done; a SIGTERM from us reached it as it ended.
+      out << (r.signal_sent ? " (it had finished, and ended by itself as the launcher's " + SignalName(*r.signal_sent) +
+                                  " came)"
+                            : " (it had finished)");
     } else if (r.exit.exit_code == kExitPeerFailed) {
       // Its own exit: it saw the failure before (or while) the launcher
       // stopped it.

@@ -22,7 +22,8 @@ struct TaskResult {
   bool is_training = true;
   ProcessExit exit;
   std::chrono::system_clock::time_point ended_at;
-  bool stopped_by_supervisor = false;   // ended after we signalled it
+  bool stopped_by_supervisor = false;   // ended because we signalled it (not: an exit 0, its own failure)
+  std::optional<int> signal_sent;       // the first signal we sent it, if any (its exit may be its own)
   int restarts = 0;                     // times it was started again alone (an evaluator)
   std::vector<std::string> last_lines;  // the last lines of its output
 };

@@ -135,6 +135,7 @@ StatusOr<JobOutcome> JobSupervisor::Run(const std::vector<TaskLaunch>& tasks) {
     r.exit = exit;
     r.ended_at = std::chrono::system_clock::now();
     r.stopped_by_supervisor = EndedBecauseStopped(t, exit) && !t.stalled && !t.failed_exit;
+    r.signal_sent = t.signal_sent;
     r.restarts = t.restarts;
     t.result = r;
     if (!r.is_training && !r.exit.success() && !r.stopped_by_supervisor && !outcome.stop_signal && !kill_deadline &&

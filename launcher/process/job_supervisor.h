@@ -13,7 +13,8 @@
 //   every training task exits 0 (the evaluator then runs to its own end).
 // - The first training task to end badly (non-zero code or a signal not sent
 //   by us) is the failure; the others are then stopped and their exits are
-//   recorded as stopped_by_supervisor.
+//   recorded as stopped_by_supervisor, unless they exited 0 (they had
+//   finished: the report says so) or 3 (they saw the failure themselves).
 // - An evaluator that fails does not stop training. It is started again,
 //   alone, up to evaluator_restarts times (not after exit 2: bad usage);
 //   past that it makes the job fail only if training succeeded.

@@ -23,8 +23,7 @@ bool EndedBecauseStopped(const RunningTask& t, const ProcessExit& e) {
   if (!t.signal_sent) return false;
   if (e.signal) return *e.signal == *t.signal_sent || (*e.signal == SIGKILL && t.killed);
   int code = *e.exit_code;
-  return code == 0 || code == kExitPeerFailed || code == 128 + *t.signal_sent ||
-         code == 128 + SIGTERM;
+  return code == kExitPeerFailed || code == 128 + *t.signal_sent || code == 128 + SIGTERM;
 }
 
 void CloseFd(int& fd) {

@@ -41,8 +41,12 @@ struct RunningTask {
 };
 
 // Did this task end because we stopped it, rather than failing by itself?
-// A task told to stop may answer with the signal, with 128 + signal, with
-// exit code 3 (it saw the job abort) or even 0 (it was just finishing).
+// A task told to stop may answer with the signal, with 128 + signal, or with
+// exit code 3 (it saw the job abort). Exit 0 is not one: a task exits 0 only
+// once its work is done (a worker after the exit barrier, an evaluator after
+// the final checkpoint), so a 0 reaped after our SIGTERM was ending anyway
+// (seen: a chief SIGKILLed by hand after the exit barrier, and its peer's 0
+// reported as "stopped by the launcher").
 bool EndedBecauseStopped(const RunningTask& t, const ProcessExit& e);
 
 // Closes `fd` if open, and sets it to -1.

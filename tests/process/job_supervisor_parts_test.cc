@@ -130,6 +130,8 @@ TEST(JobSupervisorPartsTest, AnExitIsOursOnlyWhenItAnswersOurSignal) {
   EXPECT_TRUE(EndedBecauseStopped(t, code3));
   EXPECT_TRUE(EndedBecauseStopped(t, ProcessExit{.exit_code = 143, .signal = std::nullopt}));
   EXPECT_FALSE(EndedBecauseStopped(t, code1));
+  // A task exits 0 only once its work is done: ending anyway, not stopped.
+  EXPECT_FALSE(EndedBecauseStopped(t, ProcessExit{.exit_code = 0, .signal = std::nullopt}));
   EXPECT_FALSE(EndedBecauseStopped(t, killed));  // not killed by us
   t.killed = true;
   EXPECT_TRUE(EndedBecauseStopped(t, killed));

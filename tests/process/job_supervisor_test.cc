@@ -126,6 +126,61 @@ TEST_F(JobSupervisorTest, AnOtherTaskThatExitsThreeIsNotLabelledAsStoppedByTheLa
   EXPECT_EQ(report.find("stopped by the launcher"), std::string::npos) << report;
 }
 
+// The chief SIGKILLed from outside after training ended (in its final
+// checkpoint, exit barrier or shutdown) while its peer, done too, was still
+// exiting: the launcher's SIGTERM reaches the peer, which exits 0 by itself.
+// The report names the chief's signal as not the launcher's, and does not
+// call the peer's 0 "stopped by the launcher" (it said so before). The peer
+// kills the chief itself, so the order is fixed: the chief is gone, and its
+// exit reaped, while the peer still runs.
+TEST_F(JobSupervisorTest, ChiefKilledAfterTrainingIsReportedAsSuchAndItsFinishedPeerIsNotSaidStopped) {
+  JobSupervisor supervisor(console_.get(), {.grace_period = 5s});
+  auto outcome = supervisor.Run(
+      {Shell("worker:0", "echo 'exit barrier passed by all 2 tasks'; echo $$ > \"$DIR/pid.tmp\"; "
+                         "mv \"$DIR/pid.tmp\" \"$DIR/pid0\"; exec sleep 30"),
+       Shell("worker:1", "trap 'kill $!; echo done; exit 0' TERM; "
+                         "i=0; while [ ! -e \"$DIR/pid0\" ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; "
+                         "sleep 30 & kill -9 \"$(cat \"$DIR/pid0\")\"; wait")});
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->exit_code, 128 + SIGKILL);
+  ASSERT_TRUE(outcome->first_failure.has_value());
+  EXPECT_EQ(outcome->first_failure->name, "worker:0");
+  const TaskResult& w1 = Result(*outcome, "worker:1");
+  EXPECT_EQ(w1.exit.exit_code, 0);
+  EXPECT_EQ(w1.signal_sent, SIGTERM);
+  EXPECT_FALSE(w1.stopped_by_supervisor);
+  std::string report = FormatFailureReport(*outcome);
+  EXPECT_NE(report.find("first failure: task worker:0 ended with signal SIGKILL (9)"), std::string::npos) << report;
+  EXPECT_NE(report.find("(SIGKILL (9) from outside the launcher; every other training task had finished (exit code 0): "
+                        "it ended after training"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("worker:1: exit code 0 (it had finished, and ended by itself as the launcher's SIGTERM (15) came)"),
+            std::string::npos)
+      << report;
+  EXPECT_EQ(report.find("stopped by the launcher"), std::string::npos) << report;
+}
+
+// A chief whose disk filled up: the report says so up front (the cause a
+// user can fix before the restart), not only in the last lines.
+TEST_F(JobSupervisorTest, AFullDiskIsTheReportedCause) {
+  JobSupervisor supervisor(console_.get(), {.grace_period = 5s});
+  auto outcome = supervisor.Run(
+      {Shell("worker:0", "echo 'step 10/60'; echo 'mirrored-worker: worker:0: error: writing checkpoint /r/ckpt-10: "
+                         "write /r/.tmp-ckpt-10-ab/optimizer.safetensors: the file system holding /r is full (No space "
+                         "left on device; 12 KiB free of 2.0 MiB): free space there, or use another --run-dir' >&2; "
+                         "exit 1"),
+       Shell("worker:1", "exec sleep 30")});
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->exit_code, 1);
+  std::string report = FormatFailureReport(*outcome);
+  EXPECT_NE(report.find("first failure: task worker:0 ended with exit code 1 at "), std::string::npos) << report;
+  EXPECT_NE(report.find("\n  cause: the file system holding /r is full (No space left on device; 12 KiB free of "
+                        "2.0 MiB): free space there (a restart writes there again)\n"),
+            std::string::npos)
+      << report;
+}
+
 // A frozen task never exits by itself: its peer exits 3 first, naming it, and
 // the launcher kills the frozen one. The report points at the named task.
 TEST_F(JobSupervisorTest, ExitThreeFirstPointsAtTheTaskItNames) {

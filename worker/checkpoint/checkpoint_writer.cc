@@ -127,10 +127,10 @@ void CheckpointWriter::BackgroundLoop() {
     Status s = WriteNow(snapshot->contents);
     lock.lock();
     spare_ = std::move(snapshot);
-    if (!s.ok()) {
-      MIRRORED_LOG(ERROR) << "background checkpoint write failed: " << s;
-      if (unreported_.ok()) unreported_ = s;
-    }
+    // Not logged here: the next Write, WriteAsync or Wait returns it, and
+    // the task's exit line says it (a line here made one more copy of a
+    // full disk's message); the destructor logs one nobody collected.
+    if (!s.ok() && unreported_.ok()) unreported_ = s;
     busy_ = false;
     busy_step_.reset();
     cv_.notify_all();

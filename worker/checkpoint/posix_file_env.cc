@@ -11,10 +11,15 @@
 #include <filesystem>
 #include <system_error>
 
+#include "common/file_system_full.h"
+
 namespace mirrored {
 
 Status PosixError(std::string_view op, const std::string& path, int err) {
-  std::string message = std::string(op) + " " + path + ": " + std::strerror(err);
+  // A full disk is said as such, with the space left (an Internal error:
+  // exit 1, which the launcher may retry once space is freed).
+  std::string message = std::string(op) + " " + path + ": " +
+                        (IsFileSystemFull(err) ? FileSystemFullText(path, err) : std::strerror(err));
   switch (err) {
     case ENOENT:
     case ENOTDIR:

@@ -208,7 +208,8 @@ void CoordinationAgent::SetError(const Status& reported) {
     callback = error_callback_;
   }
   cv_.notify_all();
-  MIRRORED_LOG(ERROR) << "task " << options_.task_name << ": " << error.ToString();
+  // Not logged: the task returns this error and its exit line says it (a
+  // line here repeated it on every task; a full disk was said 6 times).
   client_.CancelAll();
   if (callback) callback(error);
 }

@@ -219,8 +219,13 @@ void CoordinationService::FailTaskLocked(int index, std::string what, Deferred* 
   told_cv_.notify_all();
   const Status error = TaskFailure{t.name, std::move(what), std::chrono::system_clock::now()}
                            .ToStatus();
-  MIRRORED_LOG(ERROR) << error.message();
-  if (job_error_) return;  // the first failure is the root cause; keep it
+  // The first failure is the job's error: every task says it as it exits
+  // (this one's host too), so it is not logged here as well. A later one is
+  // news only here.
+  if (job_error_) {  // the first failure is the root cause; keep it
+    MIRRORED_LOG(WARNING) << "also: " << error.message();
+    return;
+  }
   job_error_ = error;
   for (auto& [i, done] : pending_registrations_) {
     tasks_[i].told_failure = true;

@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "common/crc32c.h"
+#include "common/file_system_full.h"
 
 namespace mirrored {
 namespace {
@@ -40,13 +41,19 @@ Status TfRecordWriter::Append(std::string_view record) {
   if (std::fwrite(header, 1, sizeof(header), file_) != sizeof(header) ||
       std::fwrite(record.data(), 1, record.size(), file_) != record.size() ||
       std::fwrite(footer, 1, sizeof(footer), file_) != sizeof(footer)) {
-    return InternalError("cannot write to " + path_ + ": " + strerror(errno));
+    const int err = errno;
+    return InternalError("cannot write to " + path_ + ": " +
+                         (IsFileSystemFull(err) ? FileSystemFullText(path_, err) : strerror(err)));
   }
   return OkStatus();
 }
 
 Status TfRecordWriter::Flush() {
-  if (std::fflush(file_) != 0) return InternalError("cannot flush " + path_ + ": " + strerror(errno));
+  if (std::fflush(file_) != 0) {
+    const int err = errno;
+    return InternalError("cannot flush " + path_ + ": " +
+                         (IsFileSystemFull(err) ? FileSystemFullText(path_, err) : strerror(err)));
+  }
   return OkStatus();
 }
 
