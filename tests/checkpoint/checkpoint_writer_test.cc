@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <functional>
+#include <thread>
 
 #include "checkpoint_test_util.h"
 #include "worker/checkpoint/checkpoint_index.h"
@@ -219,6 +221,28 @@ TEST(CheckpointWriterTest, AsyncErrorIsReportedExactlyOnce) {
   ASSERT_TRUE(writer.WriteAsync(TestModel(5).Contents()).ok());
   ASSERT_TRUE(writer.Wait().ok());
   EXPECT_EQ(CompleteSteps(dir.path()), (std::vector<int64_t>{1, 5}));
+}
+
+// TakeFailure: a failed background write is seen between two writes
+// without waiting for one (the trainer checks at its log steps), once.
+TEST(CheckpointWriterTest, TakeFailureReportsAFailedBackgroundWriteOnceWithoutAnotherWrite) {
+  ScratchDir dir;
+  FaultInjectingFileEnv env(FileEnv::Default());
+  CheckpointWriter writer(&env, dir.path());
+  EXPECT_TRUE(writer.TakeFailure().ok());
+  ASSERT_TRUE(writer.Write(TestModel(1).Contents()).ok());
+  env.InjectFault(FaultInjectingFileEnv::Mode::kFail, env.operation_count() + 6);
+  ASSERT_TRUE(writer.WriteAsync(TestModel(2).Contents()).ok());
+  Status s = OkStatus();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (s.ok() && std::chrono::steady_clock::now() < deadline) {
+    s = writer.TakeFailure();
+    if (s.ok()) std::this_thread::yield();
+  }
+  EXPECT_FALSE(s.ok()) << "the failed write was not reported within 10 s";
+  EXPECT_NE(s.message().find("ckpt-2"), std::string::npos) << s;
+  EXPECT_TRUE(writer.TakeFailure().ok()) << "reported once";
+  EXPECT_TRUE(writer.Wait().ok()) << "reported once";
 }
 
 // Corrupts file `name` of ckpt-<step> with `edit`.

@@ -85,6 +85,13 @@ Status CheckpointWriter::Wait(std::chrono::milliseconds timeout) {
   return WaitIdleLocked(lock, timeout);
 }
 
+Status CheckpointWriter::TakeFailure() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Status error = std::move(unreported_);
+  unreported_ = OkStatus();
+  return error;
+}
+
 Status CheckpointWriter::Write(const CheckpointContents& contents) {
   {
     std::unique_lock<std::mutex> lock(mu_);

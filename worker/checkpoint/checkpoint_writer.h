@@ -82,6 +82,10 @@ class CheckpointWriter {
   // Waits for the in-flight write; returns its error if not yet reported.
   Status Wait();
   Status Wait(std::chrono::milliseconds timeout);
+  // A background write's error not yet reported (then reported: OK after),
+  // or OK; never waits. For a caller that checks between two writes, so a
+  // failed write (a full disk) stops it before the next checkpoint's step.
+  Status TakeFailure();
 
   const std::string& run_dir() const { return run_dir_; }
 

@@ -322,6 +322,10 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
                                                           window_correct / window_count, window_count / secs,
                                                           secs * 1000 / window_steps, optimizer->learning_rate())));
         }
+        // A checkpoint written in the background that failed (a full disk)
+        // stops the job here, not at the next checkpoint's step, which may
+        // be far: the steps in between could never be saved.
+        if (writer && replica.global_rank() == 0) MIRRORED_RETURN_IF_ERROR(WhileRunning(writer->TakeFailure()));
         window_loss = window_correct = window_count = 0;
         window_steps = 0;
         window_start = Clock::now();
