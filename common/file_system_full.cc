@@ -52,6 +52,10 @@ std::string FileSystemFullText(const std::string& path, int err) {
          "): free space there, or use another --run-dir";
 }
 
+std::string WriteErrorText(const std::string& path, int err) {
+  return IsFileSystemFull(err) ? FileSystemFullText(path, err) : std::strerror(err);
+}
+
 std::optional<std::string> FileSystemFullIn(const std::string& line) {
   static const std::regex kFull(
       R"((the file system holding \S+ is full|the disk quota for \S+ is used up) \([^)]*\))");

@@ -22,6 +22,10 @@ bool IsFileSystemFull(int err);
 // temporary one, gone by the time a user reads it).
 std::string FileSystemFullText(const std::string& path, int err);
 
+// The text for a failed write of `path` with `err`: FileSystemFullText for
+// a full disk, else strerror(err).
+std::string WriteErrorText(const std::string& path, int err);
+
 // The FileSystemFullText part of a line of a task's output ("the file
 // system holding DIR is full (...)"), for the launcher's report; nullopt
 // when the line has none.

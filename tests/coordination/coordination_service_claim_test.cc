@@ -18,13 +18,8 @@ namespace {
 // task heartbeats: refused alone (exit 2), the job goes on. The same claim
 // once the task has gone silent, or from the task's own host, is a restart.
 TEST_F(CoordinationServiceTest, ASecondProcessClaimingARunningTaskFromAnotherHostIsRefusedAlone) {
-  auto s = Make({"chief:0", "worker:0"});
-  std::vector<std::optional<StatusOr<RegisteredView>>> views(2);
-  s->RegisterTaskAsync({.task = "chief:0", .incarnation = 1, .device_count = 1, .peer = "ipv4:10.0.0.1:40000"},
-                       [&](const auto& v) { views[0] = v; });
-  s->RegisterTaskAsync({.task = "worker:0", .incarnation = 2, .device_count = 1, .peer = "ipv4:10.0.0.2:40001"},
-                       [&](const auto& v) { views[1] = v; });
-  ASSERT_TRUE(views[0] && views[0]->ok() && views[1] && views[1]->ok());
+  auto s = TwoHostsRegistered();
+  ASSERT_FALSE(HasFailure());
   now_ += 500;
   ASSERT_TRUE(s->Heartbeat("worker:0", 2).ok());
   std::optional<StatusOr<RegisteredView>> second;
@@ -228,13 +223,8 @@ TEST_F(CoordinationServiceTest, BeforeTheJobFormsAClaimFromAnotherHostThanTheLis
 }
 
 TEST_F(CoordinationServiceTest, AClaimFromAnotherHostAfterTheTaskWentSilentIsARestart) {
-  auto s = Make({"chief:0", "worker:0"});
-  std::vector<std::optional<StatusOr<RegisteredView>>> views(2);
-  s->RegisterTaskAsync({.task = "chief:0", .incarnation = 1, .device_count = 1, .peer = "ipv4:10.0.0.1:40000"},
-                       [&](const auto& v) { views[0] = v; });
-  s->RegisterTaskAsync({.task = "worker:0", .incarnation = 2, .device_count = 1, .peer = "ipv4:10.0.0.2:40001"},
-                       [&](const auto& v) { views[1] = v; });
-  ASSERT_TRUE(views[1] && views[1]->ok());
+  auto s = TwoHostsRegistered();
+  ASSERT_FALSE(HasFailure());
   now_ += 2500;  // a pod on a dead node, rescheduled elsewhere
   std::optional<StatusOr<RegisteredView>> moved;
   s->RegisterTaskAsync({.task = "worker:0", .incarnation = 3, .device_count = 1, .peer = "ipv4:10.0.0.9:40002"},

@@ -51,8 +51,8 @@ class CoordinationServiceTest : public ::testing::Test {
   }
 
   // chief:0 (10.0.0.1, incarnation 1) and worker:0 (10.0.0.2, incarnation
-  // 2) registered, worker:0's error poll open: a running job.
-  std::unique_ptr<CoordinationService> RunningJob() {
+  // 2) registered: the job formed.
+  std::unique_ptr<CoordinationService> TwoHostsRegistered() {
     auto s = Make({"chief:0", "worker:0"});
     std::vector<std::optional<StatusOr<RegisteredView>>> views(2);
     s->RegisterTaskAsync({.task = "chief:0", .incarnation = 1, .device_count = 1, .peer = "ipv4:10.0.0.1:40000"},
@@ -60,6 +60,12 @@ class CoordinationServiceTest : public ::testing::Test {
     s->RegisterTaskAsync({.task = "worker:0", .incarnation = 2, .device_count = 1, .peer = "ipv4:10.0.0.2:40001"},
                          [&](const auto& v) { views[1] = v; });
     EXPECT_TRUE(views[0] && views[0]->ok() && views[1] && views[1]->ok());
+    return s;
+  }
+
+  // TwoHostsRegistered, worker:0's error poll open: a running job.
+  std::unique_ptr<CoordinationService> RunningJob() {
+    auto s = TwoHostsRegistered();
     s->PollForErrorAsync("worker:0", 2, [](const Status&) {});
     return s;
   }

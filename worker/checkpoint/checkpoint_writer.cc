@@ -73,6 +73,10 @@ Status CheckpointWriter::WaitIdleLocked(std::unique_lock<std::mutex>& lock,
         CheckpointsDir(run_dir_) + ") did not finish within " + std::to_string(timeout.count()) +
         " ms; check the run directory's file system");
   }
+  return TakeUnreportedLocked();
+}
+
+Status CheckpointWriter::TakeUnreportedLocked() {
   Status error = std::move(unreported_);
   unreported_ = OkStatus();
   return error;
@@ -87,9 +91,7 @@ Status CheckpointWriter::Wait(std::chrono::milliseconds timeout) {
 
 Status CheckpointWriter::TakeFailure() {
   std::lock_guard<std::mutex> lock(mu_);
-  Status error = std::move(unreported_);
-  unreported_ = OkStatus();
-  return error;
+  return TakeUnreportedLocked();
 }
 
 Status CheckpointWriter::Write(const CheckpointContents& contents) {

@@ -94,6 +94,8 @@ class CheckpointWriter {
 
   // Waits until no write is in flight; takes the unreported error.
   Status WaitIdleLocked(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds timeout);
+  // unreported_, reset to OK (mu_ held).
+  Status TakeUnreportedLocked();
   void BackgroundLoop();
   Status WriteNow(const CheckpointContents& contents);
   Status WriteFile(const std::string& path, const SafetensorsFile::Encoded& encoded);

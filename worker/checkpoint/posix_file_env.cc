@@ -18,8 +18,7 @@ namespace mirrored {
 Status PosixError(std::string_view op, const std::string& path, int err) {
   // A full disk is said as such, with the space left (an Internal error:
   // exit 1, which the launcher may retry once space is freed).
-  std::string message = std::string(op) + " " + path + ": " +
-                        (IsFileSystemFull(err) ? FileSystemFullText(path, err) : std::strerror(err));
+  std::string message = std::string(op) + " " + path + ": " + WriteErrorText(path, err);
   switch (err) {
     case ENOENT:
     case ENOTDIR:

@@ -18,11 +18,6 @@ namespace {
 
 std::string Errno(int err) { return std::strerror(err); }
 
-// The errno text of a failed write of `path`: a full disk named as such.
-std::string WriteProblem(const std::string& path, int err) {
-  return IsFileSystemFull(err) ? FileSystemFullText(path, err) : Errno(err);
-}
-
 int OpenForAppend(const std::string& path) {
   return ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 }
@@ -147,7 +142,7 @@ Status MetricsLog::Append(nlohmann::json record) {
   }
   const int err = WriteAll(fd_, line);
   if (locked) Unlock(fd_);
-  if (err != 0) return InternalError("cannot append to " + path_ + ": " + WriteProblem(path_, err));
+  if (err != 0) return InternalError("cannot append to " + path_ + ": " + WriteErrorText(path_, err));
   return OkStatus();
 }
 
@@ -198,7 +193,7 @@ StatusOr<MetricsLog::Removed> MetricsLog::SupersedeAfter(int64_t step) {
                         header["metrics_rewrite_of_bytes"].get<uint64_t>() == text.size();
     if (intact) {
       result.erase(0, header_end + 1);
-      if (int e = Replace(fd, result)) return InternalError("cannot rewrite " + path_ + ": " + WriteProblem(path_, e));
+      if (int e = Replace(fd, result)) return InternalError("cannot rewrite " + path_ + ": " + WriteErrorText(path_, e));
       MIRRORED_LOG(WARNING) << path_ << ": completed a rewrite cut short, from " << copy;
       text = std::move(result);
     } else {
@@ -242,9 +237,9 @@ StatusOr<MetricsLog::Removed> MetricsLog::SupersedeAfter(int64_t step) {
   if (err == 0 && ::rename(tmp.c_str(), copy.c_str()) != 0) err = errno;
   if (err != 0) {
     ::unlink(tmp.c_str());
-    return InternalError("cannot write " + copy + ": " + WriteProblem(copy, err));
+    return InternalError("cannot write " + copy + ": " + WriteErrorText(copy, err));
   }
-  if (int e = Replace(fd, kept)) return InternalError("cannot rewrite " + path_ + ": " + WriteProblem(path_, e));
+  if (int e = Replace(fd, kept)) return InternalError("cannot rewrite " + path_ + ": " + WriteErrorText(path_, e));
   ::unlink(copy.c_str());
   return removed;
 }

@@ -41,18 +41,16 @@ Status TfRecordWriter::Append(std::string_view record) {
   if (std::fwrite(header, 1, sizeof(header), file_) != sizeof(header) ||
       std::fwrite(record.data(), 1, record.size(), file_) != record.size() ||
       std::fwrite(footer, 1, sizeof(footer), file_) != sizeof(footer)) {
-    const int err = errno;
-    return InternalError("cannot write to " + path_ + ": " +
-                         (IsFileSystemFull(err) ? FileSystemFullText(path_, err) : strerror(err)));
+    const int err = errno;  // before the message's allocations
+    return InternalError("cannot write to " + path_ + ": " + WriteErrorText(path_, err));
   }
   return OkStatus();
 }
 
 Status TfRecordWriter::Flush() {
   if (std::fflush(file_) != 0) {
-    const int err = errno;
-    return InternalError("cannot flush " + path_ + ": " +
-                         (IsFileSystemFull(err) ? FileSystemFullText(path_, err) : strerror(err)));
+    const int err = errno;  // before the message's allocations
+    return InternalError("cannot flush " + path_ + ": " + WriteErrorText(path_, err));
   }
   return OkStatus();
 }
