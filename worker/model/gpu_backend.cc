@@ -57,7 +57,7 @@ std::unique_ptr<DenseKernel> GpuBackend::MakeDense(const DenseSpec& spec) { retu
 std::unique_ptr<ConvKernel> GpuBackend::MakeConv(const ConvSpec& spec) { return MakeCudnnConv(&ctx_, spec); }
 std::unique_ptr<PoolKernel> GpuBackend::MakeMaxPool(const PoolSpec& spec) { return MakeCudnnMaxPool(&ctx_, spec); }
 std::unique_ptr<BatchNormKernel> GpuBackend::MakeBatchNorm(const BatchNormSpec& spec) {
-  return MakeCudnnBatchNorm(&ctx_, spec);
+  return MakeGpuBatchNorm(&ctx_, spec);
 }
 
 void GpuBackend::Relu(const float* x, float* y, size_t count) { gpu::Relu(ctx_.stream(), x, y, count); }

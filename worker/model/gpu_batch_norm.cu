@@ -1,0 +1,192 @@
+#include "worker/model/gpu_batch_norm.h"
+
+#include <cmath>
+
+#include "worker/model/cuda_check.h"
+
+namespace mirrored::model::gpu {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kLanes = 32;     // channels per block: a warp reads 32 neighbouring floats of a row
+constexpr int kRowLanes = 8;   // rows per block pass
+constexpr int kMaxRowBlocks = 256;
+
+unsigned Blocks(size_t n) {
+  size_t b = (n + kThreads - 1) / kThreads;
+  return unsigned(b < 65535 * 8 ? (b == 0 ? 1 : b) : 65535 * 8);
+}
+
+#define MIRRORED_GRID_LOOP(i, n) \
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < (n); i += size_t(blockDim.x) * gridDim.x)
+
+// Per-channel partial sums over a slice of the rows of x[rows, c]: block
+// (kLanes channels x kRowLanes row lanes), blockIdx.y picks the slice. With
+// `center`, the sum of (x - center[ch])^2; else the sum of x. One partial per
+// (slice, channel), reduced by FinishK in a fixed order: deterministic.
+__global__ void ChannelSumsK(const float* x, size_t rows, int c, const float* center, float* partial) {
+  __shared__ float part[kRowLanes][kLanes + 1];
+  const int ch = blockIdx.x * kLanes + threadIdx.x;
+  float sum = 0.f;
+  if (ch < c) {
+    const float m = center != nullptr ? center[ch] : 0.f;
+    for (size_t r = blockIdx.y * size_t(kRowLanes) + threadIdx.y; r < rows; r += size_t(gridDim.y) * kRowLanes) {
+      const float v = x[r * c + ch];
+      sum += center != nullptr ? (v - m) * (v - m) : v;
+    }
+  }
+  part[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && ch < c) {
+    for (int j = 1; j < kRowLanes; ++j) sum += part[j][threadIdx.x];
+    partial[blockIdx.y * size_t(c) + ch] = sum;
+  }
+}
+
+// The two sums of the backward pass: sum dy and sum dy * (x - mean).
+__global__ void BackwardSumsK(const float* x, const float* dy, size_t rows, int c, const float* mean,
+                              float* partial_dy, float* partial_dyx) {
+  __shared__ float part[2][kRowLanes][kLanes + 1];
+  const int ch = blockIdx.x * kLanes + threadIdx.x;
+  float s_dy = 0.f, s_dyx = 0.f;
+  if (ch < c) {
+    const float m = mean[ch];
+    for (size_t r = blockIdx.y * size_t(kRowLanes) + threadIdx.y; r < rows; r += size_t(gridDim.y) * kRowLanes) {
+      const float g = dy[r * c + ch];
+      s_dy += g;
+      s_dyx += g * (x[r * c + ch] - m);
+    }
+  }
+  part[0][threadIdx.y][threadIdx.x] = s_dy;
+  part[1][threadIdx.y][threadIdx.x] = s_dyx;
+  __syncthreads();
+  if (threadIdx.y == 0 && ch < c) {
+    for (int j = 1; j < kRowLanes; ++j) s_dy += part[0][j][threadIdx.x], s_dyx += part[1][j][threadIdx.x];
+    partial_dy[blockIdx.y * size_t(c) + ch] = s_dy;
+    partial_dyx[blockIdx.y * size_t(c) + ch] = s_dyx;
+  }
+}
+
+__device__ double SumPartials(const float* partial, int slices, int c, int ch) {
+  double s = 0;
+  for (int b = 0; b < slices; ++b) s += partial[size_t(b) * c + ch];
+  return s;
+}
+
+__global__ void MeanK(const float* partial, int slices, int c, size_t rows, float* mean) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch < c) mean[ch] = float(SumPartials(partial, slices, c, ch) / double(rows));
+}
+
+// Biased variance normalises; the moving variance gets the unbiased one.
+__global__ void VarianceK(const float* partial, int slices, int c, size_t rows, float epsilon, float momentum,
+                          const float* mean, float* inv_std, float* moving_mean, float* moving_var) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch >= c) return;
+  const double var = SumPartials(partial, slices, c, ch) / double(rows);
+  inv_std[ch] = float(1.0 / sqrt(var + double(epsilon)));
+  const float bessel = rows > 1 ? float(double(rows) / double(rows - 1)) : 1.f;
+  moving_mean[ch] = momentum * moving_mean[ch] + (1.f - momentum) * mean[ch];
+  moving_var[ch] = momentum * moving_var[ch] + (1.f - momentum) * float(var) * bessel;
+}
+
+// dbeta = sum dy; dgamma = sum dy * xhat; and the coefficients of
+// dx = gamma * inv_std * (dy - mean(dy) - (x - mean) * inv_std * dgamma / rows).
+__global__ void BackwardFinishK(const float* partial_dy, const float* partial_dyx, int slices, int c, size_t rows,
+                                const float* gamma, const float* inv_std, float* dgamma, float* dbeta, float* coef) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch >= c) return;
+  const double s_dy = SumPartials(partial_dy, slices, c, ch);
+  const double s_dyxhat = SumPartials(partial_dyx, slices, c, ch) * double(inv_std[ch]);
+  dbeta[ch] = float(s_dy);
+  dgamma[ch] = float(s_dyxhat);
+  coef[ch] = gamma[ch] * inv_std[ch];                                     // k1
+  coef[c + ch] = float(s_dy / double(rows));                              // mean dy
+  coef[2 * c + ch] = float(double(inv_std[ch]) * s_dyxhat / double(rows));  // k2
+}
+
+__global__ void NormalizeK(size_t n, int c, const float* x, const float* mean, const float* inv_std,
+                           const float* gamma, const float* beta, float* y) {
+  MIRRORED_GRID_LOOP(i, n) {
+    const int ch = int(i % c);
+    y[i] = (x[i] - mean[ch]) * (inv_std[ch] * gamma[ch]) + beta[ch];
+  }
+}
+
+__global__ void InferenceK(size_t n, int c, const float* x, const float* moving_mean, const float* moving_var,
+                           float epsilon, const float* gamma, const float* beta, float* y) {
+  MIRRORED_GRID_LOOP(i, n) {
+    const int ch = int(i % c);
+    y[i] = (x[i] - moving_mean[ch]) * (gamma[ch] * rsqrtf(moving_var[ch] + epsilon)) + beta[ch];
+  }
+}
+
+__global__ void DxK(size_t n, int c, const float* x, const float* dy, const float* mean, const float* coef,
+                    float* dx) {
+  MIRRORED_GRID_LOOP(i, n) {
+    const int ch = int(i % c);
+    dx[i] = coef[ch] * (dy[i] - coef[c + ch] - (x[i] - mean[ch]) * coef[2 * c + ch]);
+  }
+}
+
+dim3 SumGrid(size_t rows, int c) {
+  // At least ~8 rows per thread; at most kMaxRowBlocks slices.
+  size_t slices = (rows + kRowLanes * 8 - 1) / (kRowLanes * 8);
+  if (slices > kMaxRowBlocks) slices = kMaxRowBlocks;
+  if (slices == 0) slices = 1;
+  return dim3(unsigned((c + kLanes - 1) / kLanes), unsigned(slices));
+}
+
+}  // namespace
+
+size_t BatchNormScratchFloats(int channels) { return size_t(channels) * (2 * kMaxRowBlocks + 5); }
+
+void BatchNormTrainingForward(cudaStream_t s, size_t rows, int c, const float* x, const float* gamma,
+                              const float* beta, float epsilon, float momentum, float* moving_mean,
+                              float* moving_var, float* y, float* scratch) {
+  float* partial = scratch;                       // [slices, c]
+  float* mean = scratch + 2 * kMaxRowBlocks * c;  // [c]
+  float* inv_std = mean + c;                      // [c]
+  const dim3 grid = SumGrid(rows, c);
+  const unsigned per_channel = unsigned((c + kThreads - 1) / kThreads);
+  MIRRORED_CUDA_LAUNCH_CHECK((ChannelSumsK<<<grid, dim3(kLanes, kRowLanes), 0, s>>>(x, rows, c, nullptr, partial)));
+  MIRRORED_CUDA_LAUNCH_CHECK((MeanK<<<per_channel, kThreads, 0, s>>>(partial, int(grid.y), c, rows, mean)));
+  // Two passes (mean, then the centred squares), as the CPU's oneDNN: no
+  // E[x^2] - E[x]^2 cancellation.
+  MIRRORED_CUDA_LAUNCH_CHECK((ChannelSumsK<<<grid, dim3(kLanes, kRowLanes), 0, s>>>(x, rows, c, mean, partial)));
+  MIRRORED_CUDA_LAUNCH_CHECK((VarianceK<<<per_channel, kThreads, 0, s>>>(partial, int(grid.y), c, rows, epsilon,
+                                                                         momentum, mean, inv_std, moving_mean,
+                                                                         moving_var)));
+  const size_t n = rows * size_t(c);
+  MIRRORED_CUDA_LAUNCH_CHECK(
+      (NormalizeK<<<Blocks(n), kThreads, 0, s>>>(n, c, x, mean, inv_std, gamma, beta, y)));
+}
+
+void BatchNormInferenceForward(cudaStream_t s, size_t rows, int c, const float* x, const float* gamma,
+                               const float* beta, const float* moving_mean, const float* moving_var, float epsilon,
+                               float* y) {
+  const size_t n = rows * size_t(c);
+  MIRRORED_CUDA_LAUNCH_CHECK(
+      (InferenceK<<<Blocks(n), kThreads, 0, s>>>(n, c, x, moving_mean, moving_var, epsilon, gamma, beta, y)));
+}
+
+void BatchNormBackward(cudaStream_t s, size_t rows, int c, const float* x, const float* dy, const float* gamma,
+                       float* dx, float* dgamma, float* dbeta, float* scratch) {
+  float* partial_dy = scratch;
+  float* partial_dyx = scratch + kMaxRowBlocks * c;
+  const float* mean = scratch + 2 * kMaxRowBlocks * c;  // kept by the training forward
+  const float* inv_std = mean + c;
+  float* coef = scratch + (2 * kMaxRowBlocks + 2) * c;  // [3, c]
+  const dim3 grid = SumGrid(rows, c);
+  const unsigned per_channel = unsigned((c + kThreads - 1) / kThreads);
+  MIRRORED_CUDA_LAUNCH_CHECK((BackwardSumsK<<<grid, dim3(kLanes, kRowLanes), 0, s>>>(x, dy, rows, c, mean,
+                                                                                     partial_dy, partial_dyx)));
+  MIRRORED_CUDA_LAUNCH_CHECK((BackwardFinishK<<<per_channel, kThreads, 0, s>>>(
+      partial_dy, partial_dyx, int(grid.y), c, rows, gamma, inv_std, dgamma, dbeta, coef)));
+  if (dx != nullptr) {
+    const size_t n = rows * size_t(c);
+    MIRRORED_CUDA_LAUNCH_CHECK((DxK<<<Blocks(n), kThreads, 0, s>>>(n, c, x, dy, mean, coef, dx)));
+  }
+}
+
+}  // namespace mirrored::model::gpu
