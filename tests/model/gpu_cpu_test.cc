@@ -1,6 +1,6 @@
 // GPU vs CPU: the same model, weights and batch give the same losses,
 // logits, gradients, BatchNorm statistics and Adam update within float32
-// tolerance. Label `gpu`; skipped when no CUDA device is visible.
+// tolerance, over two steps and an inference pass. Label `gpu`; skipped when no CUDA device is visible.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,19 +14,49 @@
 namespace mirrored::model {
 namespace {
 
-// max |a - b| <= rel * max |a| + abs, reported with the worst index.
-void ExpectClose(const std::vector<float>& a, const std::vector<float>& b, double rel, double abs,
-                 const std::string& what) {
+// The tensor of `list` that holds buffer index i ("" for padding).
+std::string TensorAt(const std::vector<TensorInfo>* list, size_t i) {
+  if (list == nullptr) return "";
+  for (const TensorInfo& t : *list)
+    if (i >= t.offset && i < t.offset + t.size) return " (" + t.name + "[" + std::to_string(i - t.offset) + "])";
+  return " (padding)";
+}
+
+// Every element: |a - b| <= rel * max |a| + abs; and the whole vector:
+// ||a - b|| / ||a|| <= rel_l2. The worst element is named (with its tensor
+// when `list` describes the buffer) and both figures are printed.
+void ExpectClose(const std::vector<float>& a, const std::vector<float>& b, double rel, double abs, double rel_l2,
+                 const std::string& what, const std::vector<TensorInfo>* list = nullptr) {
   ASSERT_EQ(a.size(), b.size()) << what;
-  double scale = 0, worst = 0;
+  double scale = 0, worst = 0, diff2 = 0, norm2 = 0;
   size_t at = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     scale = std::max(scale, double(std::fabs(a[i])));
     double d = std::fabs(double(a[i]) - double(b[i]));
+    diff2 += d * d;
+    norm2 += double(a[i]) * double(a[i]);
     if (d > worst) worst = d, at = i;
   }
-  EXPECT_LE(worst, rel * scale + abs) << what << ": worst difference " << worst << " at " << at << " (cpu "
-                                      << a[at] << ", gpu " << b[at] << "), scale " << scale;
+  const double l2 = norm2 > 0 ? std::sqrt(diff2 / norm2) : std::sqrt(diff2);
+  std::printf("%s: worst %.3g of scale %.3g, relative L2 error %.3g\n", what.c_str(), worst, scale, l2);
+  if (list != nullptr && diff2 > 0) {  // the tensor that contributes most of the difference
+    const TensorInfo* top = nullptr;
+    double top_diff2 = -1, top_norm2 = 0;
+    for (const TensorInfo& t : *list) {
+      double d2 = 0, n2 = 0;
+      for (size_t i = t.offset; i < t.offset + t.size && i < a.size(); ++i) {
+        d2 += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+        n2 += double(a[i]) * a[i];
+      }
+      if (d2 > top_diff2) top = &t, top_diff2 = d2, top_norm2 = n2;
+    }
+    std::printf("  %.0f%% of it in %s (its own relative L2 error %.3g)\n", 100 * top_diff2 / diff2,
+                top->name.c_str(), top_norm2 > 0 ? std::sqrt(top_diff2 / top_norm2) : 0.0);
+  }
+  EXPECT_LE(worst, rel * scale + abs) << what << ": worst difference " << worst << " at " << at
+                                      << TensorAt(list, at) << " (cpu " << a[at] << ", gpu " << b[at]
+                                      << "), scale " << scale;
+  EXPECT_LE(l2, rel_l2) << what << ": relative L2 error";
 }
 
 class GpuCpuTest : public ::testing::TestWithParam<std::string> {
@@ -57,23 +87,53 @@ TEST_P(GpuCpuTest, SameOutputsGradientsAndUpdate) {
   auto copt = Optimizer::Create("adam", 1e-3f), gopt = Optimizer::Create("adam", 1e-3f);
   (*copt)->Bind(&(*cpu)->store(), &(*cpu)->backend());
   (*gopt)->Bind(&(*gpu)->store(), &(*gpu)->backend());
+  const auto* params = &(*cpu)->store().trainable();
+  const auto* state = &(*cpu)->store().state();
   for (int step = 0; step < 2; ++step) {
     const std::string at = name + " step " + std::to_string(step);
     (*cpu)->Forward(n, x.data(), y.data(), true);
     (*gpu)->Forward(n, x.data(), y.data(), true);
-    ExpectClose((*cpu)->logits(), (*gpu)->logits(), 1e-4, 1e-5, at + " logits");
-    ExpectClose((*cpu)->losses(), (*gpu)->losses(), 1e-4, 1e-5, at + " losses");
+    ExpectClose((*cpu)->logits(), (*gpu)->logits(), 1e-4, 1e-5, 1e-5, at + " logits");
+    ExpectClose((*cpu)->losses(), (*gpu)->losses(), 1e-4, 1e-5, 1e-5, at + " losses");
     (*cpu)->Backward(w.data(), {});
     (*gpu)->Backward(w.data(), {});
-    ExpectClose((*cpu)->store().DownloadGrads(), (*gpu)->store().DownloadGrads(), 1e-3, 1e-6, at + " gradients");
-    ExpectClose((*cpu)->store().DownloadState(), (*gpu)->store().DownloadState(), 1e-4, 1e-6, at + " BN state");
+    if (step == 0) {
+      // The same pass again: each backend gives its own gradients back (a
+      // buffer read before the first pass wrote it would show here).
+      const std::vector<float> cpu_first = (*cpu)->store().DownloadGrads(), gpu_first = (*gpu)->store().DownloadGrads();
+      (*cpu)->Forward(n, x.data(), y.data(), true);
+      (*gpu)->Forward(n, x.data(), y.data(), true);
+      (*cpu)->Backward(w.data(), {});
+      (*gpu)->Backward(w.data(), {});
+      // (cuDNN's backward-filter algorithms may add with atomics: 1e-7 apart.)
+      ExpectClose(cpu_first, (*cpu)->store().DownloadGrads(), 1e-5, 0, 1e-5, at + " cpu gradients again", params);
+      ExpectClose(gpu_first, (*gpu)->store().DownloadGrads(), 1e-5, 0, 1e-5, at + " gpu gradients again", params);
+    }
+    // The gradients get looser bounds than the forward pass. At resnet's
+    // initial weights 0.16% of block2/conv1/kernel's gradient differs
+    // (relative L2 error 5.6e-4 over all gradients, worst element 8e-4 of the
+    // largest; H100, 2026-11-26) while step 1 agrees to 1e-6 and each backend
+    // reproduces its own gradients exactly (above). The likely cause: a
+    // pre-activation within float noise of zero that the two backends' ReLU
+    // masks see on different sides. A wrong kernel is off by O(1).
+    ExpectClose((*cpu)->store().DownloadGrads(), (*gpu)->store().DownloadGrads(), 1e-2, 1e-6, 5e-3,
+                at + " gradients", params);
+    ExpectClose((*cpu)->store().DownloadState(), (*gpu)->store().DownloadState(), 1e-4, 1e-6, 1e-5, at + " BN state",
+                state);
+    // Adam's first steps move a weight by about lr * g / (|g| + eps): for a
+    // gradient near zero (within the float noise checked above) the sign of
+    // that noise decides the direction of a step of up to lr, so the update is
+    // compared on the same gradients: the CPU's, given to the GPU too.
+    const std::vector<float> grads = (*cpu)->store().DownloadGrads();
+    (*gpu)->backend().Upload(grads.data(), (*gpu)->store().grads_data(), grads.size());
     (*copt)->Apply();
     (*gopt)->Apply();
-    ExpectClose((*cpu)->store().DownloadParams(), (*gpu)->store().DownloadParams(), 1e-4, 1e-6, at + " params");
+    ExpectClose((*cpu)->store().DownloadParams(), (*gpu)->store().DownloadParams(), 1e-4, 1e-6, 1e-5,
+                at + " params", params);
   }
   (*cpu)->Forward(n, x.data(), y.data(), false);
   (*gpu)->Forward(n, x.data(), y.data(), false);
-  ExpectClose((*cpu)->logits(), (*gpu)->logits(), 1e-4, 1e-5, name + " inference logits");
+  ExpectClose((*cpu)->logits(), (*gpu)->logits(), 1e-4, 1e-5, 1e-5, name + " inference logits");
   EXPECT_EQ((*cpu)->CorrectCount(), (*gpu)->CorrectCount());
 }
 

@@ -140,8 +140,36 @@ std::vector<double> TrainLosses(const fs::path& run_dir) {
 
 class GpuMatchesCpuTest : public GpuTrainTest, public ::testing::WithParamInterface<std::string> {};
 
+// ||gpu - cpu|| / ||cpu - w0||: how far the GPU's training moved the weights
+// away from where the CPU's moved them, relative to how far they moved.
+double RelativeUpdateError(const std::vector<float>& w0, const std::vector<float>& cpu, const std::vector<float>& gpu,
+                           const std::string& what) {
+  if (w0.size() != cpu.size() || cpu.size() != gpu.size()) return 1e9;
+  double diff = 0, moved = 0;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    diff += (double(gpu[i]) - cpu[i]) * (double(gpu[i]) - cpu[i]);
+    moved += (double(cpu[i]) - w0[i]) * (double(cpu[i]) - w0[i]);
+  }
+  const double rel = moved > 0 ? std::sqrt(diff / moved) : 1e9;
+  std::printf("%s: update relative L2 error %.3g\n", what.c_str(), rel);
+  return rel;
+}
+
 TEST_P(GpuMatchesCpuTest, LossFallsAndWeightsMatchTheCpuPathAfterSgdSteps) {
   const std::string model = GetParam();
+  auto initial = model::Model::Create(model, model::MakeCpuBackend(), SgdOptions(model, 1, 32).seed);
+  ASSERT_TRUE(initial.ok()) << initial.status();
+  const std::vector<float> w0 = (*initial)->store().DownloadParams();
+
+  // One step: the same gradients within float32 tolerance, so the same update.
+  {
+    auto gpu = TrainInProcess(DeviceKind::kGpu, SgdOptions(model, 1, 32));
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    auto cpu = TrainInProcess(DeviceKind::kCpu, SgdOptions(model, 1, 32));
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    EXPECT_LE(RelativeUpdateError(w0, cpu->params, gpu->params, model + " 1 step"), 1e-4);
+  }
+
   const int64_t steps = 40;
   WorkerOptions gpu_options = SgdOptions(model, steps, 32);
   gpu_options.run_dir = (run_root_ / "gpu").string();  // checkpoints and metrics from device buffers
@@ -153,7 +181,13 @@ TEST_P(GpuMatchesCpuTest, LossFallsAndWeightsMatchTheCpuPathAfterSgdSteps) {
 
   EXPECT_EQ(gpu->steps, steps);
   EXPECT_TRUE(gpu->replicas_identical);
-  EXPECT_LE(RelativeError(cpu->params, gpu->params, model + " cpu vs gpu"), 2e-4);
+  // Over 40 steps the float noise of different kernels (cuDNN's convolution
+  // algorithms sum in another order; a max-pool window whose two largest
+  // inputs are nearly equal can pick the other one) grows: a bound on the
+  // weights, and a looser one on the update, still far below what a wrong
+  // batch, scale or step would give (the update would be off by O(1)).
+  EXPECT_LE(RelativeError(cpu->params, gpu->params, model + " cpu vs gpu"), 2e-3);
+  EXPECT_LE(RelativeUpdateError(w0, cpu->params, gpu->params, model + " 40 steps"), 5e-2);
 
   const std::vector<double> losses = TrainLosses(gpu_options.run_dir);
   ASSERT_GE(losses.size(), 4u);
