@@ -23,7 +23,7 @@ build=${1:?$usage}
 out=${2:?$usage}
 shift 2
 data=/usr/share/datasets/fashion-mnist archive="" with_data=1
-bins="mirrored-worker mirrored-launch custom_training_loop compute_bench train_gpu_test nccl_communicator_test model_gpu_test"
+bins="mirrored-worker mirrored-launch custom_training_loop compute_bench train_gpu_test nccl_communicator_test model_gpu_test cudnn_layout_bench"
 while [ $# -gt 0 ]; do
   case "$1" in
     --data) data=$2; shift 2 ;;
