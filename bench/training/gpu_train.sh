@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a machine with a GPU: the gpu-labelled tests, then one-GPU training
 # throughput of mirrored-worker (--device gpu) against PyTorch on the same GPU
-# (when python3 has torch), printed as a table.
+# (when python3 has torch), with each one's peak GPU memory, printed as a table.
 #
 #   bench/training/gpu_train.sh BUILD_DIR [--steps 300] [--batch 256] [--models "mlp cnn resnet"] [--no-tests]
 #   OUTDIR/run bench/training/gpu_train.sh OUTDIR     # a pack from bench/gpu/pack.sh (no Debian packages there)
@@ -91,11 +91,31 @@ print("%.0f %.2f" % (sum(r["samples_per_sec"] for r in rows) / len(rows),
 PY
 }
 
+# Peak GPU memory while one program runs alone on the GPU: nvidia-smi samples
+# the device's used memory every 50 ms; the peak less the level before it
+# started, in MiB (the CUDA context included), or "-" without nvidia-smi.
+peak_start() {
+  peak_file=$(mktemp) peak_pid="" peak_base=0
+  command -v nvidia-smi > /dev/null || return 0
+  peak_base=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 2>/dev/null | tr -d ' ')
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 -lms 50 > "$peak_file" 2>/dev/null &
+  peak_pid=$!
+}
+peak_stop() {
+  if [ -z "$peak_pid" ]; then echo -; rm -f "$peak_file"; return; fi
+  kill "$peak_pid" 2>/dev/null; wait "$peak_pid" 2>/dev/null
+  local top
+  top=$(tr -d ' ' < "$peak_file" | grep -E '^[0-9]+$' | sort -n | tail -1)
+  rm -f "$peak_file"
+  if [ -n "$top" ] && [ -n "$peak_base" ]; then echo $((top - peak_base)); else echo -; fi
+}
+
 echo
 echo "# one-GPU training throughput: batch $batch, Adam, FP32; $steps steps, the first $warm warm-up"
-printf "%-7s %6s %14s %10s %14s %8s\n" model batch mirrored/s ms/step torch/s ratio
+printf "%-7s %6s %14s %10s %14s %8s %13s %10s\n" model batch mirrored/s ms/step torch/s ratio mirrored_MiB torch_MiB
 for model in $models; do
   run="$runs/run-$model"
+  peak_start
   # --epochs high enough that --max-steps decides (an epoch is 234 steps at 256).
   if "$bin/mirrored-worker" --device gpu --model "$model" --batch-per-replica "$batch" --max-steps "$steps" --epochs 1000 \
        --log-every "$warm" --no-validate --data "$data" --run-dir "$run" > "$tmp/$model.log" 2>&1; then
@@ -105,13 +125,17 @@ for model in $models; do
     tail -20 "$tmp/$model.log" >&2
     sps=- ms=-; failed=1
   fi
+  mem=$(peak_stop)
   # PyTorch with the machine's own libraries, not the pack's (run saves them).
+  peak_start
   torch=$(LD_LIBRARY_PATH="${MIRRORED_ORIG_LD_LIBRARY_PATH-${LD_LIBRARY_PATH:-}}" python3 "$here/torch_gpu_train.py" --model "$model" --batch "$batch" --steps "$steps" --warmup "$warm" \
             --data "$data" 2>/dev/null | awk '/samples_per_sec/ {print $2}')
-  [ -z "$torch" ] && torch=-
+  torch_mem=$(peak_stop)
+  [ -z "$torch" ] && torch=- torch_mem=-
   ratio=-
   if [ "$sps" != - ] && [ "$torch" != - ]; then ratio=$(python3 -c "print('%.2f' % ($sps / $torch))"); fi
-  printf "%-7s %6d %14s %10s %14s %8s\n" "$model" "$batch" "$sps" "$ms" "$torch" "$ratio"
+  printf "%-7s %6d %14s %10s %14s %8s %13s %10s\n" "$model" "$batch" "$sps" "$ms" "$torch" "$ratio" "$mem" "$torch_mem"
 done
 echo "# ratio = mirrored / torch samples/s; both copy each host batch to the GPU and read the loss back every step"
+echo "# *_MiB: peak GPU memory in use while each ran (nvidia-smi every 50 ms, less the level before; CUDA context included)"
 exit $failed
