@@ -117,7 +117,7 @@ __global__ void InferenceK(size_t n, int c, const float* x, const float* moving_
                            float epsilon, const float* gamma, const float* beta, float* y) {
   MIRRORED_GRID_LOOP(i, n) {
     const int ch = int(i % c);
-    y[i] = (x[i] - moving_mean[ch]) * (gamma[ch] * rsqrtf(moving_var[ch] + epsilon)) + beta[ch];
+    y[i] = (x[i] - moving_mean[ch]) * (gamma[ch] / sqrtf(moving_var[ch] + epsilon)) + beta[ch];  // as the CPU
   }
 }
 
@@ -144,9 +144,11 @@ size_t BatchNormScratchFloats(int channels) { return size_t(channels) * (2 * kMa
 void BatchNormTrainingForward(cudaStream_t s, size_t rows, int c, const float* x, const float* gamma,
                               const float* beta, float epsilon, float momentum, float* moving_mean,
                               float* moving_var, float* y, float* scratch) {
-  float* partial = scratch;                       // [slices, c]
-  float* mean = scratch + 2 * kMaxRowBlocks * c;  // [c]
-  float* inv_std = mean + c;                      // [c]
+  if (rows == 0 || c <= 0) return;
+  const size_t cs = size_t(c);
+  float* partial = scratch;                        // [slices, c]
+  float* mean = scratch + 2 * kMaxRowBlocks * cs;  // [c]
+  float* inv_std = mean + cs;                      // [c]
   const dim3 grid = SumGrid(rows, c);
   const unsigned per_channel = unsigned((c + kThreads - 1) / kThreads);
   MIRRORED_CUDA_LAUNCH_CHECK((ChannelSumsK<<<grid, dim3(kLanes, kRowLanes), 0, s>>>(x, rows, c, nullptr, partial)));
@@ -165,6 +167,7 @@ void BatchNormTrainingForward(cudaStream_t s, size_t rows, int c, const float* x
 void BatchNormInferenceForward(cudaStream_t s, size_t rows, int c, const float* x, const float* gamma,
                                const float* beta, const float* moving_mean, const float* moving_var, float epsilon,
                                float* y) {
+  if (rows == 0 || c <= 0) return;
   const size_t n = rows * size_t(c);
   MIRRORED_CUDA_LAUNCH_CHECK(
       (InferenceK<<<Blocks(n), kThreads, 0, s>>>(n, c, x, moving_mean, moving_var, epsilon, gamma, beta, y)));
@@ -172,11 +175,18 @@ void BatchNormInferenceForward(cudaStream_t s, size_t rows, int c, const float* 
 
 void BatchNormBackward(cudaStream_t s, size_t rows, int c, const float* x, const float* dy, const float* gamma,
                        float* dx, float* dgamma, float* dbeta, float* scratch) {
+  if (c <= 0) return;
+  const size_t cs = size_t(c);
+  if (rows == 0) {  // no examples: no gradient
+    MIRRORED_CUDA_CHECK(cudaMemsetAsync(dgamma, 0, cs * sizeof(float), s));
+    MIRRORED_CUDA_CHECK(cudaMemsetAsync(dbeta, 0, cs * sizeof(float), s));
+    return;
+  }
   float* partial_dy = scratch;
-  float* partial_dyx = scratch + kMaxRowBlocks * c;
-  const float* mean = scratch + 2 * kMaxRowBlocks * c;  // kept by the training forward
-  const float* inv_std = mean + c;
-  float* coef = scratch + (2 * kMaxRowBlocks + 2) * c;  // [3, c]
+  float* partial_dyx = scratch + kMaxRowBlocks * cs;
+  const float* mean = scratch + 2 * kMaxRowBlocks * cs;  // kept by the training forward
+  const float* inv_std = mean + cs;
+  float* coef = scratch + (2 * kMaxRowBlocks + 2) * cs;  // [3, c]
   const dim3 grid = SumGrid(rows, c);
   const unsigned per_channel = unsigned((c + kThreads - 1) / kThreads);
   MIRRORED_CUDA_LAUNCH_CHECK((BackwardSumsK<<<grid, dim3(kLanes, kRowLanes), 0, s>>>(x, dy, rows, c, mean,

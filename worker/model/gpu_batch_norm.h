@@ -28,7 +28,8 @@ void BatchNormTrainingForward(cudaStream_t s, size_t rows, int c, const float* x
 void BatchNormInferenceForward(cudaStream_t s, size_t rows, int c, const float* x, const float* gamma,
                                const float* beta, const float* moving_mean, const float* moving_var, float epsilon,
                                float* y);
-// dx may be null (no input gradient wanted); dx may alias dy.
+// dx may be null (no input gradient wanted); dx may alias dy. With no rows
+// the forward does nothing and the backward zeroes dgamma and dbeta.
 void BatchNormBackward(cudaStream_t s, size_t rows, int c, const float* x, const float* dy, const float* gamma,
                        float* dx, float* dgamma, float* dbeta, float* scratch);
 

@@ -231,7 +231,15 @@ class CudnnMaxPool final : public PoolKernel {
 class GpuBatchNorm final : public BatchNormKernel {
  public:
   GpuBatchNorm(GpuContext* ctx, const BatchNormSpec& s)
-      : ctx_(ctx), s_(s), scratch_(gpu::BatchNormScratchFloats(s.channels)) {}
+      : ctx_(ctx), s_(s), scratch_(gpu::BatchNormScratchFloats(s.channels)) {
+    // A Backward with no training Forward before it (outside the interface's
+    // contract) then reads zero statistics, as the CPU kernel would, not
+    // whatever the allocation held. On the context's stream: it is
+    // non-blocking, so a plain cudaMemset on the default stream would not be
+    // ordered before its kernels.
+    MIRRORED_CUDA_CHECK(cudaMemsetAsync(scratch_.get(), 0, gpu::BatchNormScratchFloats(s.channels) * sizeof(float),
+                                        ctx->stream()));
+  }
 
   void Forward(int n, const float* x, const float* gamma, const float* beta, float* moving_mean, float* moving_var,
                float* y, bool training) override {
