@@ -86,10 +86,24 @@ TEST(CheckpointIndexTest, NamesAndJson) {
   EXPECT_FALSE(ParseCheckpointDirName("ckpt-"));
   EXPECT_FALSE(ParseCheckpointDirName("ckpt-6x"));
   EXPECT_FALSE(ParseCheckpointDirName(".tmp-ckpt-6-abc"));
-  CheckpointIndex index{600, {400, 600}};
+  CheckpointIndex index{600, {400, 600}, {}};
   auto back = CheckpointIndex::FromJsonText(index.ToJsonText(), "checkpoint");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, index);
+  EXPECT_EQ(index.ToJsonText().find("pruned"), std::string::npos) << "absent when empty, as before it existed";
+  CheckpointIndex with_pruned{600, {400, 600}, {100, 200}};
+  EXPECT_NE(with_pruned.ToJsonText().find(R"("pruned": [)"), std::string::npos) << with_pruned.ToJsonText();
+  back = CheckpointIndex::FromJsonText(with_pruned.ToJsonText(), "checkpoint");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, with_pruned);
+  EXPECT_EQ(CheckpointIndex::FromJsonText(R"({"latest": null, "kept": [], "pruned": "ckpt-1"})", "checkpoint")
+                .status()
+                .message(),
+            "checkpoint: \"pruned\" is not an array");
+  EXPECT_EQ(CheckpointIndex::FromJsonText(R"({"latest": null, "kept": [], "pruned": ["ckpt-x"]})", "checkpoint")
+                .status()
+                .code(),
+            StatusCode::kDataLoss);
   EXPECT_EQ(CheckpointIndex::FromJsonText("{\"latest\": \"x\", \"kept\": []}", "c").status().code(),
             StatusCode::kDataLoss);
 }

@@ -48,7 +48,7 @@ TEST(CheckpointWriterTest, RoundTripAndLayout) {
   model.ExpectMatches(*loaded);
   auto index = CheckpointIndex::Read(FileEnv::Default(), run_dir);
   ASSERT_TRUE(index.ok()) << index.status();
-  EXPECT_EQ(*index, (CheckpointIndex{30, {30}}));
+  EXPECT_EQ(*index, (CheckpointIndex{30, {30}, {}}));
   auto found = FindLatestCheckpoint(run_dir);
   ASSERT_TRUE(found.ok() && found->has_value());
   EXPECT_EQ((*found)->step, 30);
@@ -84,9 +84,35 @@ TEST(CheckpointWriterTest, PruningKeepsNewestK) {
     ASSERT_TRUE(writer.Write(TestModel(step).Contents()).ok());
   EXPECT_EQ(CompleteSteps(dir.path()), (std::vector<int64_t>{30, 40, 50}));
   EXPECT_EQ(*CheckpointIndex::Read(FileEnv::Default(), dir.path()),
-            (CheckpointIndex{50, {30, 40, 50}}));
+            (CheckpointIndex{50, {30, 40, 50}, {10, 20}}));
   EXPECT_EQ(Entries(CheckpointsDir(dir.path())),
             (std::vector<std::string>{"checkpoint", "ckpt-30", "ckpt-40", "ckpt-50"}));
+}
+
+// The index lists what pruning deleted: across writers (a restarted chief
+// resuming from step 30 keeps the entries up to its start; the later ones
+// were an earlier run's), once each, the newest kMaxPrunedListed.
+TEST(CheckpointWriterTest, TheIndexListsPrunedCheckpointsAcrossARestart) {
+  ScratchDir dir;
+  FileEnv* env = FileEnv::Default();
+  {
+    CheckpointWriter first(env, dir.path(), {.keep_checkpoints = 1});
+    for (int64_t step : {10, 20, 30, 40}) ASSERT_TRUE(first.Write(TestModel(step).Contents()).ok());
+    EXPECT_EQ(CheckpointIndex::Read(env, dir.path())->pruned, (std::vector<int64_t>{10, 20, 30}));
+  }
+  CheckpointWriter resumed(env, dir.path(), {.keep_checkpoints = 1, .start_run = "b", .start_step = 20});
+  ASSERT_TRUE(resumed.Write(TestModel(30).Contents()).ok());  // ckpt-40 (the earlier run's) pruned
+  EXPECT_EQ(CheckpointIndex::Read(env, dir.path())->pruned, (std::vector<int64_t>{10, 20, 40}));
+  ASSERT_TRUE(resumed.Write(TestModel(50).Contents()).ok());
+  EXPECT_EQ(CheckpointIndex::Read(env, dir.path())->pruned, (std::vector<int64_t>{10, 20, 30, 40}));
+  EXPECT_EQ(CompleteSteps(dir.path()), (std::vector<int64_t>{50}));
+
+  CheckpointWriter long_run(env, dir.path(), {.keep_checkpoints = 1, .start_run = "c", .start_step = 50});
+  for (int64_t step = 60; step < 60 + 10 * int64_t(kMaxPrunedListed); step += 10)
+    ASSERT_TRUE(long_run.Write(TestModel(step).Contents()).ok());
+  const std::vector<int64_t> pruned = CheckpointIndex::Read(env, dir.path())->pruned;
+  ASSERT_EQ(pruned.size(), kMaxPrunedListed);
+  EXPECT_EQ(pruned.back(), 60 + 10 * (int64_t(kMaxPrunedListed) - 2));
 }
 
 TEST(CheckpointWriterTest, PruningNeverRemovesTheLeasedCheckpoint) {
@@ -345,7 +371,7 @@ TEST(CheckpointReaderTest, CorruptIndexIsIgnoredAndRewritten) {
   ASSERT_TRUE(writer.Write(TestModel(20).Contents()).ok());
   auto index = CheckpointIndex::Read(FileEnv::Default(), dir.path());
   ASSERT_TRUE(index.ok()) << index.status();
-  EXPECT_EQ(*index, (CheckpointIndex{20, {10, 20}}));
+  EXPECT_EQ(*index, (CheckpointIndex{20, {10, 20}, {}}));
 }
 
 }  // namespace

@@ -19,6 +19,33 @@ TEST(EvaluationSummaryTest, TheJobsEndSeen) {
             "the job's last checkpoint, ckpt-20, was evaluated before");
 }
 
+// Checkpoints the chief pruned before this evaluator saw them are counted
+// apart from the skipped ones, with their range.
+TEST(EvaluationSummaryTest, PrunedCheckpointsAreCountedAndNamed) {
+  EvaluationSummary s;
+  s.evaluations = 2, s.last_step = 60, s.last_loss = 0.5, s.last_accuracy = 0.8125, s.last_final = true;
+  s.saw_final = true, s.final_step = 60;
+  s.pruned = {10, 20, 30, 40};
+  EXPECT_EQ(s.LastLine(),
+            "evaluator done: 2 checkpoint(s) (4 pruned by the chief before this evaluator saw them: ckpt-10 to "
+            "ckpt-40); final checkpoint ckpt-60: loss 0.5000 accuracy 0.8125");
+  s.pruned = {40}, s.skipped = 1;
+  EXPECT_EQ(s.LastLine(),
+            "evaluator done: 2 checkpoint(s) (1 more skipped: removed or damaged before they could be evaluated; 1 "
+            "pruned by the chief before this evaluator saw it: ckpt-40); final checkpoint ckpt-60: loss 0.5000 "
+            "accuracy 0.8125");
+  s.pruned = {30, 40}, s.skipped = 0;
+  EXPECT_NE(s.LastLine().find("(2 pruned by the chief before this evaluator saw them: ckpt-30 and ckpt-40)"),
+            std::string::npos)
+      << s.LastLine();
+  // Nothing evaluated but some pruned: not "nothing new".
+  EvaluationSummary none;
+  none.evaluated_before = 100, none.pruned = {110};
+  EXPECT_EQ(none.LastLine(),
+            "evaluator stopped after 0 checkpoint(s) (1 pruned by the chief before this evaluator saw it: ckpt-110); "
+            "the newest evaluated, ckpt-100, evaluated before (recorded in the evaluator lease)");
+}
+
 // --eval-timeout on a run directory whose only checkpoint ckpt-100 the
 // lease records as evaluated: it said "evaluator stopped after 0
 // checkpoint(s) without the final one".

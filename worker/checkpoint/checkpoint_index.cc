@@ -31,6 +31,11 @@ std::string CheckpointIndex::ToJsonText() const {
   nlohmann::json names = nlohmann::json::array();
   for (int64_t step : kept) names.push_back(CheckpointDirName(step));
   json["kept"] = std::move(names);
+  if (!pruned.empty()) {
+    nlohmann::json gone = nlohmann::json::array();
+    for (int64_t step : pruned) gone.push_back(CheckpointDirName(step));
+    json["pruned"] = std::move(gone);
+  }
   return json.dump(2) + "\n";
 }
 
@@ -56,6 +61,16 @@ StatusOr<CheckpointIndex> CheckpointIndex::FromJsonText(std::string_view text,
     index.kept.push_back(*step);
   }
   std::sort(index.kept.begin(), index.kept.end());
+  if (auto pruned = json.find("pruned"); pruned != json.end()) {  // absent in indexes written before it
+    if (!pruned->is_array()) return fail("\"pruned\" is not an array");
+    for (const auto& name : *pruned) {
+      std::optional<int64_t> step =
+          name.is_string() ? ParseCheckpointDirName(name.get<std::string>()) : std::nullopt;
+      if (!step) return fail("\"pruned\" has an entry that is not a ckpt-<step> name");
+      index.pruned.push_back(*step);
+    }
+    std::sort(index.pruned.begin(), index.pruned.end());
+  }
   return index;
 }
 

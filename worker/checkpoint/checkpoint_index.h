@@ -1,5 +1,9 @@
 // Names inside RUN_DIR/checkpoints/ and the `checkpoint` index file:
-//   checkpoints/checkpoint          {"latest": "ckpt-600", "kept": ["ckpt-400", "ckpt-600"]}
+//   checkpoints/checkpoint          {"latest": "ckpt-600", "kept": ["ckpt-400", "ckpt-600"],
+//                                    "pruned": ["ckpt-200"]}
+// "pruned" (absent when empty) lists the checkpoints the chief deleted to
+// keep --keep-checkpoints, the newest kMaxPrunedListed, since the start its
+// run resumed from (an evaluator started late names the ones it missed).
 //   checkpoints/ckpt-<step>/        a complete checkpoint (decimal step, no padding)
 //   checkpoints/.tmp-*              being written or deleted; readers ignore every "." name
 // The index is a convenience for tools and operators; readers trust the
@@ -30,9 +34,12 @@ std::string CheckpointDirName(int64_t step);             // "ckpt-<step>"
 // The step of "ckpt-<step>"; nullopt for any other name (".tmp-ckpt-5-..", "ckpt-05").
 std::optional<int64_t> ParseCheckpointDirName(const std::string& name);
 
+inline constexpr size_t kMaxPrunedListed = 1000;
+
 struct CheckpointIndex {
   std::optional<int64_t> latest;  // step of the newest checkpoint written
   std::vector<int64_t> kept;      // steps kept after pruning, ascending
+  std::vector<int64_t> pruned;    // steps deleted by pruning, ascending
 
   std::string ToJsonText() const;
   // DataLoss naming the file when the JSON or a name in it is malformed.

@@ -315,6 +315,19 @@ Status CheckpointWriter::UpdateIndexAndPrune(int64_t step) {
     }
   }
   std::sort(index.kept.begin(), index.kept.end());
+  if (!pruned_) {
+    pruned_.emplace();
+    if (StatusOr<CheckpointIndex> old = CheckpointIndex::Read(env_, run_dir_); old.ok()) {
+      for (int64_t p : old->pruned)
+        if (p <= options_.start_step) pruned_->push_back(p);
+    }
+  }
+  // A deletion that failed is retried by the next write: listed once.
+  pruned_->insert(pruned_->end(), doomed.begin(), doomed.end());
+  std::sort(pruned_->begin(), pruned_->end());
+  pruned_->erase(std::unique(pruned_->begin(), pruned_->end()), pruned_->end());
+  if (pruned_->size() > kMaxPrunedListed) pruned_->erase(pruned_->begin(), pruned_->end() - kMaxPrunedListed);
+  index.pruned = *pruned_;
   // The index first: a crash after it leaves extra directories, which the
   // next write prunes, never an index naming a deleted checkpoint.
   MIRRORED_RETURN_IF_ERROR(index.Write(env_, run_dir_));

@@ -10,7 +10,8 @@
 // `keep_checkpoints - 1` others, never the one an evaluator reads, and, while
 // an evaluator follows the job, the ones it has not evaluated yet among the
 // newest 2 x `keep_checkpoints` (evaluator_lease.h). A pruned directory is first renamed to a ".tmp-"
-// name, so no ckpt-* is ever half deleted. Stray ".tmp-*" entries (left by a
+// name, so no ckpt-* is ever half deleted; the index lists it as "pruned"
+// (checkpoint_index.h). Stray ".tmp-*" entries (left by a
 // crashed write) are removed by the first write of each CheckpointWriter.
 //
 // Asynchronous writes: WriteAsync() copies the tensors into an owned
@@ -104,6 +105,10 @@ class CheckpointWriter {
   Status RemoveStrayTempEntries();
   Status UpdateIndexAndPrune(int64_t step);
   bool warned_evaluator_behind_ = false;  // UpdateIndexAndPrune warns once
+  // The index's "pruned" steps: read from the index the first time (those
+  // up to options_.start_step: a later one was an earlier run's), then this
+  // writer's own added.
+  std::optional<std::vector<int64_t>> pruned_;
 
   FileEnv* const env_;
   const std::string run_dir_;

@@ -5,6 +5,7 @@
 
 #include "common/logging.h"
 #include "common/signal_name.h"
+#include "worker/checkpoint/checkpoint_index.h"
 #include "worker/checkpoint/evaluator_lease.h"
 #include "worker/checkpoint/training_start.h"
 #include "worker/eval/stop_signal.h"
@@ -22,7 +23,8 @@ CheckpointFollower::CheckpointFollower(FileEnv* env, const WorkerOptions& option
       skipped_(options.run_dir),
       done_step_(progress.done_step),
       evaluated_step_(progress.done_step),
-      start_run_(std::move(progress.start_run)) {
+      start_run_(std::move(progress.start_run)),
+      pruned_floor_(progress.done_step) {
   summary_.evaluated_before = done_step_;
 }
 
@@ -38,6 +40,7 @@ StatusOr<EvaluationSummary> CheckpointFollower::Run() {
     std::vector<CheckpointReader::Skipped> damaged;
     const StatusOr<std::vector<CheckpointInfo>> listed = reader_.ListComplete(&damaged);
     NoteEvaluatedBefore(listed);
+    NotePruned(listed, damaged);
     const std::vector<CheckpointInfo> pending = Pending(listed, damaged);
     const int64_t evaluations_before = summary_.evaluations;
     for (const CheckpointInfo& info : pending) {  // ascending by step
@@ -109,6 +112,7 @@ void CheckpointFollower::FollowRestart() {
     done_step_ = (*start)->from_step;
     evaluated_step_ = std::min(evaluated_step_, done_step_);
     skipped_.RemoveAfter(done_step_);
+    pruned_floor_ = std::min(pruned_floor_, done_step_);
     log_.RestartedFrom((*start)->from_step);
     if (summary_.evaluations == 0) {
       summary_.evaluated_before = done_step_;
@@ -123,6 +127,34 @@ void CheckpointFollower::NoteEvaluatedBefore(const StatusOr<std::vector<Checkpoi
   // The newest listed, marked final: the last of the run that wrote it.
   summary_.evaluated_before_final =
       listed->back().step == summary_.evaluated_before && listed->back().state.final;
+}
+
+void CheckpointFollower::NotePruned(const StatusOr<std::vector<CheckpointInfo>>& listed,
+                                    const std::vector<CheckpointReader::Skipped>& damaged) {
+  if (listed.ok())
+    for (const CheckpointInfo& info : *listed) seen_.insert(info.step);
+  for (const CheckpointReader::Skipped& d : damaged) seen_.insert(d.step);
+  // Read after listing: one pruned in between was never listed, and is
+  // named; one listed, then pruned, is skipped when it fails to load.
+  StatusOr<CheckpointIndex> index = CheckpointIndex::Read(env_, options_.run_dir);
+  if (!index.ok()) return;  // none yet, or damaged: the chief rewrites it at its next checkpoint
+  std::vector<int64_t> fresh;
+  for (int64_t step : index->pruned) {
+    if (step <= pruned_floor_ || seen_.count(step) > 0 || pruned_unseen_.count(step) > 0) continue;
+    pruned_unseen_.insert(step);
+    fresh.push_back(step);
+  }
+  if (fresh.empty()) return;
+  std::string names;
+  for (size_t i = 0; i < fresh.size() && i < 4; ++i) {
+    names += (i == 0 ? "" : i + 1 == fresh.size() ? " and " : ", ") + CheckpointDirName(fresh[i]);
+  }
+  if (fresh.size() > 4) names += " ... " + CheckpointDirName(fresh.back()) + " (" + std::to_string(fresh.size()) + " in all)";
+  MIRRORED_LOG(WARNING) << names << (fresh.size() == 1 ? " was" : " were")
+                        << " pruned by the chief before this evaluator could evaluate "
+                        << (fresh.size() == 1 ? "it" : "them") << " (the chief keeps the newest --keep-checkpoints, "
+                        << "and while an evaluator follows the job, its backlog among the newest 2 x "
+                        << "--keep-checkpoints: start the evaluator with the job to see every one)";
 }
 
 std::vector<CheckpointInfo> CheckpointFollower::Pending(const StatusOr<std::vector<CheckpointInfo>>& listed,
@@ -225,6 +257,7 @@ void CheckpointFollower::NoteSkipped(const std::string& stopped_by) {
   // skipped again), and those still due for their second look.
   summary_.unsettled = skipped_.Tentative();
   summary_.skipped = skipped_.size() - static_cast<int64_t>(summary_.unsettled.size());
+  summary_.pruned.assign(pruned_unseen_.begin(), pruned_unseen_.end());
   summary_.stopped_by = stopped_by;
 }
 

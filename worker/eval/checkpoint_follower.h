@@ -9,7 +9,10 @@
 // awaited their second look as not evaluated) (each ends the lease), or on
 // SIGINT/SIGTERM (between checkpoints), which pauses it
 // (EvaluatorLease::Pause: the backlog stays protected for a restart). Only
-// the steps it evaluated are recorded in the lease as evaluated.
+// the steps it evaluated are recorded in the lease as evaluated. Checkpoints
+// the chief pruned before this evaluator listed them (it started late, or
+// fell more than 2 x --keep-checkpoints behind) are named, from the index's
+// "pruned" list, and counted in its last line.
 //
 //   CheckpointFollower follower(env, options, progress, *evaluator, *log, std::move(watch));
 //   MIRRORED_ASSIGN_OR_RETURN(EvaluationSummary summary, follower.Run());
@@ -17,6 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -71,6 +75,11 @@ class CheckpointFollower {
   // loaded is skipped. `last_pending`: no newer one is pending (a "final"
   // mark then makes it the final checkpoint).
   Status EvaluateOne(const CheckpointInfo& info, bool last_pending);
+  // Checkpoints the chief pruned (the index's "pruned") that this evaluator
+  // never listed and had not evaluated before: said once each, counted in
+  // the summary. `listed`: this poll's listing, whole and damaged.
+  void NotePruned(const StatusOr<std::vector<CheckpointInfo>>& listed,
+                  const std::vector<CheckpointReader::Skipped>& damaged);
   // The summary's skipped checkpoints, as the evaluator stops (`stopped_by`:
   // what stopped it, for the ones due for a second look).
   void NoteSkipped(const std::string& stopped_by);
@@ -89,6 +98,12 @@ class CheckpointFollower {
   int64_t done_step_;      // the last step evaluated or passed over
   int64_t evaluated_step_;  // the last step evaluated: the lease's progress
   std::string start_run_;  // the chief's start (training_start.h) that done_step_ belongs to
+  // NotePruned: steps listed by this evaluator, the step up to which pruned
+  // ones were evaluated before (the lease's progress, lowered by a restart),
+  // and those found pruned unseen.
+  std::set<int64_t> seen_;
+  int64_t pruned_floor_;
+  std::set<int64_t> pruned_unseen_;
   EvaluationSummary summary_;
   Clock::time_point last_progress_ = Clock::now();
 };

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "common/signal_name.h"
+#include "worker/checkpoint/checkpoint_index.h"
 
 namespace mirrored {
 namespace {
@@ -32,10 +33,17 @@ std::string EvaluationSummary::LastLine() const {
 std::string EvaluationSummary::Outcome() const {
   const std::string count = std::to_string(evaluations) + " checkpoint(s)";
   if (stop_signal) return "evaluator stopped by " + SignalName(*stop_signal) + " after " + count;
-  // Checkpoints listed but gone (or damaged) before they could be read.
-  const std::string more = skipped == 0 ? ""
-                                        : " (" + std::to_string(skipped) +
-                                              " more skipped: removed or damaged before they could be evaluated)";
+  // Checkpoints listed but gone (or damaged) before they could be read, and
+  // those pruned before they were ever listed.
+  std::string more;
+  if (skipped > 0) more = std::to_string(skipped) + " more skipped: removed or damaged before they could be evaluated";
+  if (!pruned.empty()) {
+    more += std::string(more.empty() ? "" : "; ") + std::to_string(pruned.size()) +
+            " pruned by the chief before this evaluator saw " + (pruned.size() == 1 ? "it: " : "them: ") +
+            CheckpointDirName(pruned.front()) +
+            (pruned.size() == 1 ? "" : (pruned.size() == 2 ? " and " : " to ") + CheckpointDirName(pruned.back()));
+  }
+  if (!more.empty()) more = " (" + more + ")";
   if (saw_final && last_step == final_step) {
     return "evaluator done: " + count + more + "; final checkpoint ckpt-" + std::to_string(last_step) + ": " +
            Result(last_loss, last_accuracy);
@@ -58,7 +66,8 @@ std::string EvaluationSummary::Outcome() const {
              ", final in its state.json, was evaluated before (recorded in the evaluator lease)";
     }
     // Skipped ones were new: not "nothing new".
-    return stopped + (skipped > 0 || !unsettled.empty() ? "; the newest evaluated, ckpt-" : ": nothing new after ckpt-") +
+    return stopped + (skipped > 0 || !unsettled.empty() || !pruned.empty() ? "; the newest evaluated, ckpt-"
+                                                                            : ": nothing new after ckpt-") +
            std::to_string(evaluated_before) + ", evaluated before (recorded in the evaluator lease)";
   }
   return stopped + " without the final one";

@@ -20,6 +20,9 @@ struct EvaluationSummary {
   // replaced) when the evaluator stopped: not evaluated, not counted as
   // skipped. `stopped_by` says what stopped it ("--max-evaluations").
   std::vector<int64_t> unsettled{};
+  // Pruned by the chief before this evaluator listed them, and not
+  // evaluated before (ascending): never evaluated.
+  std::vector<int64_t> pruned{};
   std::string stopped_by{};
   // The newest step evaluated by this run (not the last evaluated: a second
   // look can evaluate an older checkpoint after it), its result, and
