@@ -89,9 +89,11 @@ TEST(CheckpointWriterTest, PruningKeepsNewestK) {
             (std::vector<std::string>{"checkpoint", "ckpt-30", "ckpt-40", "ckpt-50"}));
 }
 
-// The index lists what pruning deleted: across writers (a restarted chief
-// resuming from step 30 keeps the entries up to its start; the later ones
-// were an earlier run's), once each, the newest kMaxPrunedListed.
+// The index lists what pruning deleted: across writers (a chief resuming
+// from step 20 keeps the entries up to its start; the earlier run's ckpt-40,
+// deleted as this run replaces it, is not one of this run's pruned
+// checkpoints, nor is ckpt-30, written again), once each, the newest
+// kMaxPrunedListed.
 TEST(CheckpointWriterTest, TheIndexListsPrunedCheckpointsAcrossARestart) {
   ScratchDir dir;
   FileEnv* env = FileEnv::Default();
@@ -101,8 +103,11 @@ TEST(CheckpointWriterTest, TheIndexListsPrunedCheckpointsAcrossARestart) {
     EXPECT_EQ(CheckpointIndex::Read(env, dir.path())->pruned, (std::vector<int64_t>{10, 20, 30}));
   }
   CheckpointWriter resumed(env, dir.path(), {.keep_checkpoints = 1, .start_run = "b", .start_step = 20});
-  ASSERT_TRUE(resumed.Write(TestModel(30).Contents()).ok());  // ckpt-40 (the earlier run's) pruned
-  EXPECT_EQ(CheckpointIndex::Read(env, dir.path())->pruned, (std::vector<int64_t>{10, 20, 40}));
+  ASSERT_TRUE(resumed.Write(TestModel(30).Contents()).ok());  // the earlier run's ckpt-40 goes
+  EXPECT_EQ(CompleteSteps(dir.path()), (std::vector<int64_t>{30}));
+  EXPECT_EQ(CheckpointIndex::Read(env, dir.path())->pruned, (std::vector<int64_t>{10, 20}));
+  ASSERT_TRUE(resumed.Write(TestModel(40).Contents()).ok());
+  EXPECT_EQ(*CheckpointIndex::Read(env, dir.path()), (CheckpointIndex{40, {40}, {10, 20, 30}}));
   ASSERT_TRUE(resumed.Write(TestModel(50).Contents()).ok());
   EXPECT_EQ(CheckpointIndex::Read(env, dir.path())->pruned, (std::vector<int64_t>{10, 20, 30, 40}));
   EXPECT_EQ(CompleteSteps(dir.path()), (std::vector<int64_t>{50}));

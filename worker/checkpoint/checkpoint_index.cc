@@ -61,12 +61,16 @@ StatusOr<CheckpointIndex> CheckpointIndex::FromJsonText(std::string_view text,
     index.kept.push_back(*step);
   }
   std::sort(index.kept.begin(), index.kept.end());
-  if (auto pruned = json.find("pruned"); pruned != json.end()) {  // absent in indexes written before it
-    if (!pruned->is_array()) return fail("\"pruned\" is not an array");
+  // Absent in indexes written before it; advisory, so a malformed list
+  // reads as empty rather than making "latest" and "kept" unusable.
+  if (auto pruned = json.find("pruned"); pruned != json.end() && pruned->is_array()) {
     for (const auto& name : *pruned) {
       std::optional<int64_t> step =
           name.is_string() ? ParseCheckpointDirName(name.get<std::string>()) : std::nullopt;
-      if (!step) return fail("\"pruned\" has an entry that is not a ckpt-<step> name");
+      if (!step) {
+        index.pruned.clear();
+        break;
+      }
       index.pruned.push_back(*step);
     }
     std::sort(index.pruned.begin(), index.pruned.end());

@@ -4,6 +4,8 @@
 // "pruned" (absent when empty) lists the checkpoints the chief deleted to
 // keep --keep-checkpoints, the newest kMaxPrunedListed, since the start its
 // run resumed from (an evaluator started late names the ones it missed).
+// A malformed "pruned" reads as empty (it is advisory); a writer from before
+// it existed drops it.
 //   checkpoints/ckpt-<step>/        a complete checkpoint (decimal step, no padding)
 //   checkpoints/.tmp-*              being written or deleted; readers ignore every "." name
 // The index is a convenience for tools and operators; readers trust the

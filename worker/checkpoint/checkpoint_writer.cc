@@ -264,6 +264,31 @@ Status CheckpointWriter::WriteNow(const CheckpointContents& contents) {
   return OkStatus();
 }
 
+std::vector<int64_t> CheckpointWriter::PrunedList(int64_t step, const std::vector<int64_t>& kept,
+                                                  const std::vector<int64_t>& doomed) {
+  if (!pruned_) {
+    pruned_.emplace();
+    if (StatusOr<CheckpointIndex> old = CheckpointIndex::Read(env_, run_dir_); old.ok()) {
+      for (int64_t p : old->pruned)
+        if (p <= options_.start_step) pruned_->push_back(p);
+    }
+  }
+  written_.insert(step);
+  std::vector<int64_t> list = *pruned_;
+  // Only this run's checkpoints: those up to the step it started from, and
+  // those it wrote. A later one is an earlier run's that this run replaces
+  // (it resumed from before it), not one pruned from this run. A deletion
+  // that failed is retried by the next write: listed once.
+  for (int64_t d : doomed)
+    if (d <= options_.start_step || written_.count(d) > 0) list.push_back(d);
+  std::sort(list.begin(), list.end());
+  list.erase(std::unique(list.begin(), list.end()), list.end());
+  // Never both kept and pruned (a step written again, or kept this time).
+  std::erase_if(list, [&](int64_t p) { return std::binary_search(kept.begin(), kept.end(), p); });
+  if (list.size() > kMaxPrunedListed) list.erase(list.begin(), list.end() - kMaxPrunedListed);
+  return list;
+}
+
 Status CheckpointWriter::UpdateIndexAndPrune(int64_t step) {
   const std::string dir = CheckpointsDir(run_dir_);
   MIRRORED_ASSIGN_OR_RETURN(std::vector<std::string> names, env_->ListDir(dir));
@@ -315,22 +340,11 @@ Status CheckpointWriter::UpdateIndexAndPrune(int64_t step) {
     }
   }
   std::sort(index.kept.begin(), index.kept.end());
-  if (!pruned_) {
-    pruned_.emplace();
-    if (StatusOr<CheckpointIndex> old = CheckpointIndex::Read(env_, run_dir_); old.ok()) {
-      for (int64_t p : old->pruned)
-        if (p <= options_.start_step) pruned_->push_back(p);
-    }
-  }
-  // A deletion that failed is retried by the next write: listed once.
-  pruned_->insert(pruned_->end(), doomed.begin(), doomed.end());
-  std::sort(pruned_->begin(), pruned_->end());
-  pruned_->erase(std::unique(pruned_->begin(), pruned_->end()), pruned_->end());
-  if (pruned_->size() > kMaxPrunedListed) pruned_->erase(pruned_->begin(), pruned_->end() - kMaxPrunedListed);
-  index.pruned = *pruned_;
+  index.pruned = PrunedList(step, index.kept, doomed);
   // The index first: a crash after it leaves extra directories, which the
   // next write prunes, never an index naming a deleted checkpoint.
   MIRRORED_RETURN_IF_ERROR(index.Write(env_, run_dir_));
+  pruned_ = index.pruned;
   for (int64_t old : doomed) {
     const std::string from = JoinPath(dir, CheckpointDirName(old));
     const std::string aside = JoinPath(dir, std::string(kTempPrefix) + "deleting-" +

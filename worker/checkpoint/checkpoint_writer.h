@@ -35,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -105,10 +106,13 @@ class CheckpointWriter {
   Status RemoveStrayTempEntries();
   Status UpdateIndexAndPrune(int64_t step);
   bool warned_evaluator_behind_ = false;  // UpdateIndexAndPrune warns once
-  // The index's "pruned" steps: read from the index the first time (those
-  // up to options_.start_step: a later one was an earlier run's), then this
-  // writer's own added.
-  std::optional<std::vector<int64_t>> pruned_;
+  // The index's "pruned" list after this write: the last one written (read
+  // from the index the first time, up to options_.start_step: a later one
+  // was an earlier run's) plus `doomed`, less `kept` (ascending).
+  std::vector<int64_t> PrunedList(int64_t step, const std::vector<int64_t>& kept,
+                                  const std::vector<int64_t>& doomed);
+  std::optional<std::vector<int64_t>> pruned_;  // as last written to the index
+  std::set<int64_t> written_;                   // steps this writer wrote
 
   FileEnv* const env_;
   const std::string run_dir_;

@@ -113,6 +113,9 @@ void CheckpointFollower::FollowRestart() {
     evaluated_step_ = std::min(evaluated_step_, done_step_);
     skipped_.RemoveAfter(done_step_);
     pruned_floor_ = std::min(pruned_floor_, done_step_);
+    // Steps after it are the new run's, whatever this evaluator saw of the old.
+    seen_.erase(seen_.upper_bound(done_step_), seen_.end());
+    pruned_unseen_.erase(pruned_unseen_.upper_bound(done_step_), pruned_unseen_.end());
     log_.RestartedFrom((*start)->from_step);
     if (summary_.evaluations == 0) {
       summary_.evaluated_before = done_step_;
@@ -131,16 +134,24 @@ void CheckpointFollower::NoteEvaluatedBefore(const StatusOr<std::vector<Checkpoi
 
 void CheckpointFollower::NotePruned(const StatusOr<std::vector<CheckpointInfo>>& listed,
                                     const std::vector<CheckpointReader::Skipped>& damaged) {
+  std::set<int64_t> now;  // listed on this poll, whole or damaged
   if (listed.ok())
-    for (const CheckpointInfo& info : *listed) seen_.insert(info.step);
-  for (const CheckpointReader::Skipped& d : damaged) seen_.insert(d.step);
+    for (const CheckpointInfo& info : *listed) now.insert(info.step);
+  for (const CheckpointReader::Skipped& d : damaged) now.insert(d.step);
+  for (int64_t step : now) {
+    seen_.insert(step);
+    pruned_unseen_.erase(step);  // there after all (written again by a new run)
+  }
   // Read after listing: one pruned in between was never listed, and is
   // named; one listed, then pruned, is skipped when it fails to load.
   StatusOr<CheckpointIndex> index = CheckpointIndex::Read(env_, options_.run_dir);
   if (!index.ok()) return;  // none yet, or damaged: the chief rewrites it at its next checkpoint
   std::vector<int64_t> fresh;
   for (int64_t step : index->pruned) {
-    if (step <= pruned_floor_ || seen_.count(step) > 0 || pruned_unseen_.count(step) > 0) continue;
+    if (step <= pruned_floor_ || seen_.count(step) > 0 || pruned_unseen_.count(step) > 0 ||
+        std::binary_search(index->kept.begin(), index->kept.end(), step)) {
+      continue;
+    }
     pruned_unseen_.insert(step);
     fresh.push_back(step);
   }
