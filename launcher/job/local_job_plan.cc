@@ -50,7 +50,7 @@ std::vector<std::string> CurrentEnvironment() {
   return env;
 }
 
-std::vector<std::string> VisibleGpus(const std::vector<std::string>& env) {
+std::vector<std::string> VisibleGpus(const std::vector<std::string>& env, const std::string& dev_dir) {
   std::vector<std::string> gpus;
   for (const auto& e : env) {
     if (!HasKey(e, "CUDA_VISIBLE_DEVICES")) continue;
@@ -66,17 +66,18 @@ std::vector<std::string> VisibleGpus(const std::vector<std::string>& env) {
     }
     return gpus;
   }
-  std::vector<int> ids;
-  if (DIR* dir = opendir("/dev")) {
-    static const std::regex kNode("nvidia([0-9]+)");
-    while (dirent* d = readdir(dir)) {
-      std::cmatch m;
-      if (std::regex_match(d->d_name, m, kNode)) ids.push_back(std::stoi(m[1].str()));
-    }
+  // One /dev/nvidia<minor> per GPU this machine (or container) exposes. The
+  // minor numbers are the driver's, not CUDA's: a container given the
+  // host's GPUs 2 and 3 has /dev/nvidia2 and /dev/nvidia3, which CUDA
+  // numbers 0 and 1 (it numbers what it can see from 0, gaps closed), so
+  // the count is what counts.
+  int count = 0;
+  if (DIR* dir = opendir(dev_dir.c_str())) {
+    static const std::regex kNode("nvidia[0-9]+");
+    while (dirent* d = readdir(dir)) count += std::regex_match(d->d_name, kNode) ? 1 : 0;
     closedir(dir);
   }
-  std::sort(ids.begin(), ids.end());
-  for (int id : ids) gpus.push_back(std::to_string(id));
+  for (int id = 0; id < count; ++id) gpus.push_back(std::to_string(id));
   return gpus;
 }
 

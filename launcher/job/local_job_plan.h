@@ -60,8 +60,9 @@ class LocalJobPlan {
 StatusOr<LocalJobPlan> PlanLocalJob(const LocalJobOptions& options);
 
 // The GPUs this process may use: CUDA_VISIBLE_DEVICES if set (a comma list;
-// "" or "-1" means none), else one id per /dev/nvidia<N> device node.
-std::vector<std::string> VisibleGpus(const std::vector<std::string>& env);
+// "" or "-1" means none), else CUDA's ids 0..N-1 for the N /dev/nvidia<minor>
+// device nodes in `dev_dir` (the minor numbers themselves are not CUDA ids).
+std::vector<std::string> VisibleGpus(const std::vector<std::string>& env, const std::string& dev_dir = "/dev");
 
 // The worker binary exists and is an executable regular file. Errors:
 // NotFound / PermissionDenied naming the path (exit code 2), and saying so

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -148,6 +150,20 @@ TEST(LocalJobPlanTest, InvalidOptionsNameTheFlag) {
   o.worker_binary = "/tmp";  // said "is not executable"
   EXPECT_EQ(PlanLocalJob(o).status().message(),
             "worker binary /tmp is a directory, not a program (pass --worker-binary PATH/mirrored-worker)");
+}
+
+// A container given the host's GPUs 2 and 3 has /dev/nvidia2 and
+// /dev/nvidia3 (and nvidiactl, nvidia-uvm): CUDA numbers them 0 and 1.
+TEST(LocalJobPlanTest, VisibleGpusFromDeviceNodesAreCudasNumbersNotTheMinors) {
+  const std::filesystem::path dev =
+      std::filesystem::temp_directory_path() / ("mirrored-dev-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dev);
+  for (const char* name : {"nvidia2", "nvidia3", "nvidiactl", "nvidia-uvm", "nvidia-caps", "null"})
+    std::ofstream(dev / name) << "";
+  EXPECT_EQ(VisibleGpus({"PATH=/usr/bin"}, dev.string()), (std::vector<std::string>{"0", "1"}));
+  EXPECT_EQ(VisibleGpus({"CUDA_VISIBLE_DEVICES=1"}, dev.string()), (std::vector<std::string>{"1"}));
+  std::filesystem::remove_all(dev);
+  EXPECT_TRUE(VisibleGpus({"PATH=/usr/bin"}, dev.string()).empty());  // no such directory: no GPU
 }
 
 TEST(LocalJobPlanTest, VisibleGpusFollowCudaVisibleDevices) {
