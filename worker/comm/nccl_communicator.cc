@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "common/logging.h"
+#include "worker/comm/cuda_device_guard.h"
 #include "worker/comm/nccl_check.h"
 
 namespace mirrored {
@@ -41,7 +42,7 @@ NcclCommunicator::NcclCommunicator(int rank, int world_size, int device, ncclCom
 
 NcclCommunicator::~NcclCommunicator() {
   AbortNccl();  // no-op when the group already released or aborted it
-  cudaSetDevice(device_);
+  CudaDeviceGuard on(device_);
   // After an abort the stream may still hold NCCL kernels on their way out;
   // freeing a buffer they might touch would be worse than leaking it, so
   // drain with a deadline and leak on timeout.
@@ -64,7 +65,7 @@ NcclCommunicator::~NcclCommunicator() {
 void NcclCommunicator::AbortNccl() {
   std::lock_guard lock(comm_mu_);
   if (comm_ == nullptr) return;
-  cudaSetDevice(device_);
+  CudaDeviceGuard on(device_);  // called from any replica's thread: its device is restored
   ncclCommAbort(comm_);  // its result changes nothing: the handle is gone either way
   comm_ = nullptr;
 }
@@ -72,7 +73,7 @@ void NcclCommunicator::AbortNccl() {
 void NcclCommunicator::ReleaseNccl() {
   std::lock_guard lock(comm_mu_);
   if (comm_ == nullptr) return;
-  cudaSetDevice(device_);
+  CudaDeviceGuard on(device_);
   ncclCommDestroy(comm_);
   comm_ = nullptr;
 }

@@ -5,6 +5,7 @@
 #include <set>
 #include <thread>
 
+#include "worker/comm/cuda_device_guard.h"
 #include "worker/comm/nccl_check.h"
 
 namespace mirrored {
@@ -24,7 +25,7 @@ struct Pending {
 // Nothing was ever enqueued on these streams: no drain needed.
 void Release(std::vector<Pending>& pending) {
   for (Pending& p : pending) {
-    cudaSetDevice(p.device);
+    CudaDeviceGuard on(p.device);
     if (p.comm != nullptr) ncclCommAbort(p.comm);
     if (p.scratch != nullptr) cudaFree(p.scratch);
     if (p.stream != nullptr) cudaStreamDestroy(p.stream);
@@ -95,7 +96,7 @@ Status InitAll(std::vector<Pending>& pending, const NcclReplicaGroupOptions& o) 
     MIRRORED_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking));
     MIRRORED_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&p.scratch), sizeof(float)));
     // The barrier all-reduces it: a defined value, never a NaN from garbage.
-    MIRRORED_CUDA_RETURN_IF_ERROR(cudaMemset(p.scratch, 0, sizeof(float)));
+    MIRRORED_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(p.scratch, 0, sizeof(float), p.stream));  // ordered before NCCL's use
   }
   ncclUniqueId id;
   std::memcpy(id.internal, o.unique_id.data(), kUniqueIdBytes);
@@ -129,6 +130,10 @@ Status InitAll(std::vector<Pending>& pending, const NcclReplicaGroupOptions& o) 
 
 StatusOr<std::unique_ptr<NcclReplicaGroup>> NcclReplicaGroup::Create(NcclReplicaGroupOptions options) {
   MIRRORED_RETURN_IF_ERROR(ValidateOptions(options));
+  // InitAll walks every local GPU: the caller's thread ends on its own again.
+  int current = 0;
+  if (cudaGetDevice(&current) != cudaSuccess) current = options.devices.front();
+  CudaDeviceGuard restore(current);
   std::vector<Pending> pending(options.devices.size());
   for (size_t i = 0; i < pending.size(); ++i) pending[i].device = options.devices[i];
   Status s = InitAll(pending, options);
@@ -162,7 +167,7 @@ NcclReplicaGroup::~NcclReplicaGroup() {
     bool finalized = grouped;
     for (auto& c : communicators_) {
       if (!finalized) break;
-      cudaSetDevice(c->device());
+      CudaDeviceGuard on(c->device());
       const ncclResult_t rc = ncclCommFinalize(c->comm_for_group());
       finalized = rc == ncclSuccess || rc == ncclInProgress;
     }
