@@ -11,6 +11,7 @@
 #include "common/decimal_integer.h"
 #include "common/launcher_environment.h"
 #include "common/cluster/tf_config_parser.h"
+#include "launcher/job/gpu_share.h"
 #include "launcher/job/local_job_plan.h"
 #include "launcher/dry_run.h"
 #include "launcher/supervised_run.h"
@@ -89,6 +90,8 @@ StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int gen
   t.is_training = !config.IsEvaluator();
   const std::string& run_dir = resolved_run_dir_;
   const std::optional<CoreShare> share = CoreShareOf(config, env);
+  // Only consulted without CUDA_VISIBLE_DEVICES: the host's device nodes.
+  const std::optional<GpuShare> gpus = GpuShareOf(config, env, VisibleGpus({}));
   for (const auto& [key, value] : env) {
     if (key == "TF_CONFIG" || key == kGenerationVariable || key == kTrainingEndedVariable ||
         key == kWholeJobSignalledVariable)
@@ -100,6 +103,7 @@ StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int gen
   t.env.push_back("TF_CONFIG=" + config.ToTfConfigJson());
   t.env.push_back(std::string(kGenerationVariable) + "=" + std::to_string(generation));
   if (share) t.env.push_back("OMP_NUM_THREADS=" + std::to_string(share->threads));
+  if (gpus) t.env.push_back("CUDA_VISIBLE_DEVICES=" + gpus->cuda_visible_devices);  // "": CPU replicas
   // srun passes a Ctrl-C on to every task of the step at once: no task is
   // interrupted alone, so none tells the job it was (each log would blame
   // whichever told it first).
@@ -158,6 +162,14 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
   if (!Lookup(env, kJobTokenVariable)) {
     err << "mirrored-launch: warning: MIRRORED_JOB_TOKEN is not set: the coordination service will serve "
            "anyone who can reach it; set the same secret on every host\n";
+  }
+  if (std::optional<GpuShare> gpus = GpuShareOf(config, env, VisibleGpus({}))) {
+    err << "mirrored-launch: " << gpus->tasks_here << " training tasks of the cluster are listed at "
+        << config.cluster.AddressOf(config.task)->host << ", which has " << gpus->gpus_here << " GPU(s): "
+        << first->name
+        << (gpus->gpus.empty() ? std::string(" gets none and trains on CPU replicas")
+                               : " gets GPU(s) " + gpus->cuda_visible_devices)
+        << " (CUDA_VISIBLE_DEVICES; set it to choose)\n";
   }
   if (std::optional<CoreShare> share = CoreShareOf(config, env)) {
     if (share->replaced && !share->replaced->empty()) {

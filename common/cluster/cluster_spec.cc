@@ -102,6 +102,17 @@ int ClusterSpec::TrainingTasksAtHostOf(const TaskId& task) const {
   return n;
 }
 
+std::optional<int> ClusterSpec::LocalIndexAtHostOf(const TaskId& task) const {
+  if (!RankOf(task)) return std::nullopt;
+  const std::string key = MachineKey(AddressOf(task)->host);
+  int n = 0;
+  for (const TaskId& t : TrainingTasks()) {
+    if (t == task) return n;
+    if (MachineKey(AddressOf(t)->host) == key) ++n;
+  }
+  return std::nullopt;
+}
+
 std::optional<int> ClusterSpec::RankOf(const TaskId& task) const {
   if (!Contains(task)) return std::nullopt;
   if (task.type == kChiefJob) return task.index;

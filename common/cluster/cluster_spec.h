@@ -67,6 +67,9 @@ class ClusterSpec {
   // name ("localhost", 127.x.x.x, ::1) as one. 0 for a task not in the
   // spec. Names that differ but resolve alike are not matched.
   int TrainingTasksAtHostOf(const TaskId& task) const;
+  // `task`'s position (from 0, in rank order) among those tasks; nullopt
+  // for a task that does not train or is not in the spec.
+  std::optional<int> LocalIndexAtHostOf(const TaskId& task) const;
 
  private:
   explicit ClusterSpec(JobMap jobs) : jobs_(std::move(jobs)) {}
