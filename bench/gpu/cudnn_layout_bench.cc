@@ -1,9 +1,9 @@
 // cuDNN FP32 (FMA math, no TF32) timings of the `resnet` model's
-// convolution and batch-norm shapes at one batch size, NHWC (the layout of
-// mirrored's GPU backend) against NCHW (PyTorch's default), with the
+// convolution and batch-norm shapes at one batch size, NHWC against NCHW
+// (PyTorch's default, and mirrored's GPU backend's since 2026-11-27), with the
 // algorithm cuDNN's heuristics rank first (what CudnnConv picks) and the
 // fastest one cudnnFind measures. Batch norm: the legacy spatial kernels, and
-// SPATIAL_PERSISTENT, against mirrored's own NHWC kernels
+// SPATIAL_PERSISTENT, against mirrored's own kernels in both layouts
 // (worker/model/gpu_batch_norm.cu). A table; the question it answers is where resnet's GPU
 // step time goes and which layout/algorithm choice would win it back.
 //
@@ -224,17 +224,20 @@ float TimeBatchNorm(cudnnHandle_t h, int n, int c, int hw, cudnnTensorFormat_t f
   return ms;
 }
 
-// mirrored's NHWC batch norm, forward training + backward, ms.
-float TimeOurBatchNorm(int n, int c, int hw, int reps) {
+// mirrored's batch norm, forward training + backward, ms: on NCHW (the GPU
+// backend's layout), or on NHWC (as a [n * side * side, c] matrix, its
+// kernels' other path).
+float TimeOurBatchNorm(int n, int c, int side, bool nchw, int reps) {
   namespace g = mirrored::model::gpu;
-  const size_t xs = size_t(n) * c * hw * hw, rows = size_t(n) * hw * hw;
+  const size_t xs = size_t(n) * c * side * side;
+  const size_t images = nchw ? size_t(n) : size_t(n) * side * side, plane = nchw ? size_t(side) * side : 1;
   float *x = DeviceFloats(xs), *y = DeviceFloats(xs), *dy = DeviceFloats(xs), *dx = DeviceFloats(xs);
   float *gamma = DeviceFloats(c), *beta = DeviceFloats(c), *mean = DeviceFloats(c), *var = DeviceFloats(c),
         *dg = DeviceFloats(c), *db = DeviceFloats(c), *scratch = DeviceFloats(g::BatchNormScratchFloats(c));
   Timer t;
   const float ms = t.Ms(reps, [&] {
-    g::BatchNormTrainingForward(nullptr, rows, c, x, gamma, beta, 1e-3f, 0.99f, mean, var, y, scratch);
-    g::BatchNormBackward(nullptr, rows, c, x, dy, gamma, dx, dg, db, scratch);
+    g::BatchNormTrainingForward(nullptr, images, c, plane, x, gamma, beta, 1e-3f, 0.99f, mean, var, y, scratch);
+    g::BatchNormBackward(nullptr, images, c, plane, x, dy, gamma, dx, dg, db, scratch);
   });
   for (float* p : {x, y, dy, dx, gamma, beta, mean, var, dg, db, scratch}) CHECK_CUDA(cudaFree(p));
   return ms;
@@ -296,20 +299,22 @@ int main(int argc, char** argv) {
   std::printf("# one resnet step's convolutions (fwd + bwd): NHWC heur %.2f ms, find %.2f ms; NCHW heur %.2f ms, "
               "find %.2f ms\n", total[0], total_best[0], total[1], total_best[1]);
 
-  std::printf("\n%-24s %12s %12s %12s %12s\n", "batch norm (fwd+bwd)", "NHWC", "NHWC persist", "NCHW",
-              "mirrored");
+  std::printf("\n%-24s %12s %12s %12s %12s %12s\n", "batch norm (fwd+bwd)", "NHWC", "NHWC persist", "NCHW",
+              "ours NHWC", "ours NCHW");
   struct Bn { const char* name; int c, hw, count; };
-  float bn_total[4] = {0, 0, 0, 0};
+  float bn_total[5] = {0, 0, 0, 0, 0};
   for (Bn b : {Bn{"32 ch 28x28", 32, 28, 3}, Bn{"64 ch 14x14", 64, 14, 3}, Bn{"128 ch 7x7", 128, 7, 3}}) {
-    float ms[4] = {TimeBatchNorm(h, batch, b.c, b.hw, CUDNN_TENSOR_NHWC, CUDNN_BATCHNORM_SPATIAL, reps),
+    float ms[5] = {TimeBatchNorm(h, batch, b.c, b.hw, CUDNN_TENSOR_NHWC, CUDNN_BATCHNORM_SPATIAL, reps),
                    TimeBatchNorm(h, batch, b.c, b.hw, CUDNN_TENSOR_NHWC, CUDNN_BATCHNORM_SPATIAL_PERSISTENT, reps),
                    TimeBatchNorm(h, batch, b.c, b.hw, CUDNN_TENSOR_NCHW, CUDNN_BATCHNORM_SPATIAL, reps),
-                   TimeOurBatchNorm(batch, b.c, b.hw, reps)};
-    for (int k = 0; k < 4; ++k) bn_total[k] += b.count * ms[k];
-    std::printf("%-24s %12.3f %12.3f %12.3f %12.3f\n", b.name, ms[0], ms[1], ms[2], ms[3]);
+                   TimeOurBatchNorm(batch, b.c, b.hw, /*nchw=*/false, reps),
+                   TimeOurBatchNorm(batch, b.c, b.hw, /*nchw=*/true, reps)};
+    for (int k = 0; k < 5; ++k) bn_total[k] += b.count * ms[k];
+    std::printf("%-24s %12.3f %12.3f %12.3f %12.3f %12.3f\n", b.name, ms[0], ms[1], ms[2], ms[3], ms[4]);
   }
   std::printf("# one resnet step's batch norms (3 each at 28x28, 14x14, 7x7): cuDNN NHWC %.2f ms, persistent "
-              "%.2f ms, NCHW %.2f ms; mirrored NHWC %.2f ms\n", bn_total[0], bn_total[1], bn_total[2], bn_total[3]);
+              "%.2f ms, NCHW %.2f ms; mirrored NHWC %.2f ms, NCHW %.2f ms\n", bn_total[0], bn_total[1],
+              bn_total[2], bn_total[3], bn_total[4]);
   cudnnDestroy(h);
   return 0;
 }

@@ -49,7 +49,30 @@ struct Inputs {
   std::vector<float> x, dy, gamma, beta, moving_mean, moving_var;
 };
 
-Results RunBatchNorm(Backend& be, const BatchNormSpec& spec, int n, const Inputs& in) {
+// NHWC [n, hw, c] -> NCHW [n, c, hw] (to_first), or back: written out here,
+// not the backends' own reorder.
+std::vector<float> Reorder(const std::vector<float>& v, int n, int hw, int c, bool to_first) {
+  std::vector<float> out(v.size());
+  for (size_t b = 0; b < size_t(n); ++b)
+    for (size_t p = 0; p < size_t(hw); ++p)
+      for (size_t ch = 0; ch < size_t(c); ++ch) {
+        const size_t last = (b * hw + p) * c + ch, first = (b * c + ch) * hw + p;
+        if (to_first) out[first] = v[last];
+        else out[last] = v[first];
+      }
+  return out;
+}
+
+// Inputs and results in NHWC; a channels-first backend (the GPU) gets and
+// gives its own layout.
+Results RunBatchNorm(Backend& be, const BatchNormSpec& spec, int n, const Inputs& nhwc) {
+  const int hw = spec.h * spec.w, c = spec.channels;
+  const bool first = be.channels_first();
+  Inputs in = nhwc;
+  if (first) {
+    in.x = Reorder(nhwc.x, n, hw, c, true);
+    in.dy = Reorder(nhwc.dy, n, hw, c, true);
+  }
   auto kernel = be.MakeBatchNorm(spec);
   DeviceVector x(be, in.x), dy(be, in.dy), gamma(be, in.gamma), beta(be, in.beta), mm(be, in.moving_mean),
       mv(be, in.moving_var), y(be, std::vector<float>(in.x.size())), dx(be, std::vector<float>(in.x.size())),
@@ -65,6 +88,11 @@ Results RunBatchNorm(Backend& be, const BatchNormSpec& spec, int n, const Inputs
   r.dbeta = dbeta.Host();
   kernel->Forward(n, x.get(), gamma.get(), beta.get(), mm.get(), mv.get(), y.get(), /*training=*/false);
   r.y_inference = y.Host();
+  if (first) {
+    r.y = Reorder(r.y, n, hw, c, false);
+    r.dx = Reorder(r.dx, n, hw, c, false);
+    r.y_inference = Reorder(r.y_inference, n, hw, c, false);
+  }
   return r;
 }
 
@@ -190,14 +218,17 @@ TEST_P(BatchNormKernelTest, GpuMatchesTheDefinition) {
   ExpectMatchesReference(**gpu, GetParam());
 }
 
-// rows = n * h * w; a reduction slice is 64 rows, at most 256 slices.
+// NHWC (the CPU), and the GPU's NCHW with h * w == 1 (a [n, c] matrix): a
+// reduction slice is 64 rows, at most 256 slices. NCHW with h * w > 1: a
+// slice is 4096 values of a channel's n * h * w, at most 256 slices.
 INSTANTIATE_TEST_SUITE_P(Shapes, BatchNormKernelTest,
                          ::testing::Values(Shape{1, 1, 1, 1},        // one row: zero variance
                                            Shape{7, 3, 3, 33},       // 63 rows, a partial block of lanes
                                            Shape{65, 1, 1, 33},      // 65 rows: two slices
                                            Shape{2, 5, 5, 1000},     // many channels, few rows
                                            Shape{40, 25, 20, 5},     // 20,000 rows: 256 slices, each loops
-                                           Shape{1000, 10, 10, 3}),  // 100,000 rows
+                                           Shape{1000, 10, 10, 3},   // 100,000 rows: 25 NCHW slices
+                                           Shape{300, 60, 60, 2}),   // 1.08M per channel: 256 NCHW slices
                          [](const ::testing::TestParamInfo<Shape>& info) { return Name(info.param); });
 
 }  // namespace

@@ -8,7 +8,12 @@
 #include <random>
 
 #include "tests/util/gpu_test_util.h"
+#include "worker/model/batch_norm_layer.h"
+#include "worker/model/conv2d_layer.h"
+#include "worker/model/dense_layer.h"
+#include "worker/model/max_pool2d_layer.h"
 #include "worker/model/model.h"
+#include "worker/model/relu_layer.h"
 #include "worker/model/optimizer.h"
 
 namespace mirrored::model {
@@ -138,6 +143,86 @@ TEST_P(GpuCpuTest, SameOutputsGradientsAndUpdate) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, GpuCpuTest, ::testing::Values("mlp", "cnn", "resnet"));
+
+// The GPU's activations are NCHW, the CPU's NHWC: the reorders between them
+// agree with the CPU's, both ways, and so does global average pooling on
+// the reordered tensor (shapes with c, hw both > 1 and not powers of two).
+TEST(GpuBackendTest, ChannelsFirstReordersAndPoolingAgreeWithTheCpu) {
+  MIRRORED_SKIP_OR_FAIL_WITHOUT_GPU(GpuDeviceCount(), "GpuDeviceCount() is 0");
+  auto gpu = MakeGpuBackend(0);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  std::unique_ptr<Backend> cpu = MakeCpuBackend();
+  ASSERT_TRUE((*gpu)->channels_first());
+  ASSERT_FALSE(cpu->channels_first());
+  const int n = 3, hw = 49, c = 37;
+  const size_t count = size_t(n) * hw * c;
+  std::vector<float> nhwc(count);
+  for (size_t i = 0; i < count; ++i) nhwc[i] = float(i % 1000) * 0.5f - 7.f;
+  std::vector<float> nchw(count), back(count), got(count), pooled_cpu(size_t(n) * c), pooled_gpu(size_t(n) * c);
+  cpu->ChannelsLastToFirst(n, hw, c, nhwc.data(), nchw.data());
+  cpu->ChannelsFirstToLast(n, hw, c, nchw.data(), back.data());
+  EXPECT_EQ(back, nhwc);
+  cpu->GlobalAvgPool(n, hw, c, nhwc.data(), pooled_cpu.data());
+
+  Backend& g = **gpu;
+  float* d_last = g.Allocate(count);
+  float* d_first = g.Allocate(count);
+  float* d_pooled = g.Allocate(size_t(n) * c);
+  g.Upload(nhwc.data(), d_last, count);
+  g.ChannelsLastToFirst(n, hw, c, d_last, d_first);
+  g.Download(d_first, got.data(), count);
+  EXPECT_EQ(got, nchw);
+  g.GlobalAvgPool(n, hw, c, d_first, d_pooled);
+  g.Download(d_pooled, pooled_gpu.data(), pooled_gpu.size());
+  ExpectClose(pooled_cpu, pooled_gpu, 1e-6, 1e-6, 1e-6, "global average pool");
+  g.Zero(d_last, count);
+  g.ChannelsFirstToLast(n, hw, c, d_first, d_last);
+  g.Download(d_last, got.data(), count);
+  EXPECT_EQ(got, nhwc);
+  for (float* p : {d_last, d_first, d_pooled}) g.Free(p);
+}
+
+// What the zoo's models never do: images with 3 channels (the GPU reorders
+// them to NCHW on input) on a non-square image (a swapped h and w would
+// show), and a Dense straight on a 4-D activation with no Flatten (it
+// reorders to NHWC itself, and its gradient back).
+std::unique_ptr<Model> MultiChannelModel(std::unique_ptr<Backend> backend) {
+  std::vector<std::unique_ptr<Layer>> layers;
+  layers.push_back(std::make_unique<Conv2DLayer>(
+      "conv", Conv2DOptions{.filters = 4, .kernel = 3, .same_padding = true, .relu = true}));
+  layers.push_back(std::make_unique<BatchNormLayer>("bn"));
+  layers.push_back(std::make_unique<ReluLayer>("relu"));
+  layers.push_back(std::make_unique<MaxPool2DLayer>("pool", 2, 2));
+  layers.push_back(std::make_unique<DenseLayer>("dense1", 6, true));
+  layers.push_back(std::make_unique<DenseLayer>("dense2", 5, false));
+  return std::make_unique<Model>("multichannel", std::move(backend), std::move(layers), Shape3{9, 7, 3}, 5, 23);
+}
+
+TEST(GpuBackendTest, MultiChannelInputAndDenseOnAFourDActivationAgreeWithTheCpu) {
+  MIRRORED_SKIP_OR_FAIL_WITHOUT_GPU(GpuDeviceCount(), "GpuDeviceCount() is 0");
+  auto gpu_backend = MakeGpuBackend(0);
+  ASSERT_TRUE(gpu_backend.ok()) << gpu_backend.status();
+  std::unique_ptr<Model> cpu = MultiChannelModel(MakeCpuBackend());
+  std::unique_ptr<Model> gpu = MultiChannelModel(std::move(gpu_backend).value());
+  ASSERT_EQ(cpu->store().DownloadParams(), gpu->store().DownloadParams());
+  const int n = 6;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  std::vector<float> x(size_t(n) * 9 * 7 * 3);
+  for (float& v : x) v = u(rng);
+  std::vector<int32_t> y{0, 1, 2, 3, 4, 0};
+  std::vector<float> w(n, 1.f / n);
+  cpu->Forward(n, x.data(), y.data(), true);
+  gpu->Forward(n, x.data(), y.data(), true);
+  ExpectClose(cpu->logits(), gpu->logits(), 1e-4, 1e-5, 1e-5, "multichannel logits");
+  cpu->Backward(w.data(), {});
+  gpu->Backward(w.data(), {});
+  ExpectClose(cpu->store().DownloadGrads(), gpu->store().DownloadGrads(), 1e-3, 1e-6, 1e-4, "multichannel gradients",
+              &cpu->store().trainable());
+  cpu->Forward(n, x.data(), y.data(), false);
+  gpu->Forward(n, x.data(), y.data(), false);
+  ExpectClose(cpu->logits(), gpu->logits(), 1e-4, 1e-5, 1e-5, "multichannel inference logits");
+}
 
 TEST(GpuBackendTest, MissingDeviceIsAClearError) {
   auto b = MakeGpuBackend(GpuDeviceCount() + 3);

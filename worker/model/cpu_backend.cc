@@ -74,6 +74,18 @@ void CpuBackend::Accumulate(const float* src, float* dst, size_t count) {
   for (size_t i = 0; i < count; ++i) dst[i] += src[i];
 }
 
+void CpuBackend::ChannelsFirstToLast(int n, int hw, int c, const float* x, float* y) {
+  for (size_t b = 0; b < size_t(n); ++b)
+    for (size_t ch = 0; ch < size_t(c); ++ch)
+      for (size_t p = 0; p < size_t(hw); ++p) y[(b * hw + p) * c + ch] = x[(b * c + ch) * hw + p];
+}
+
+void CpuBackend::ChannelsLastToFirst(int n, int hw, int c, const float* x, float* y) {
+  for (size_t b = 0; b < size_t(n); ++b)
+    for (size_t ch = 0; ch < size_t(c); ++ch)
+      for (size_t p = 0; p < size_t(hw); ++p) y[(b * c + ch) * hw + p] = x[(b * hw + p) * c + ch];
+}
+
 void CpuBackend::GlobalAvgPool(int n, int hw, int c, const float* x, float* y) {
   const float scale = 1.0f / float(hw);
 #pragma omp parallel for if (size_t(n) * hw * c > kParallelMin)

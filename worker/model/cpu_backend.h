@@ -23,6 +23,9 @@ class CpuBackend final : public Backend {
 
   std::string name() const override { return "cpu"; }
   bool is_gpu() const override { return false; }
+  bool channels_first() const override { return false; }
+  void ChannelsFirstToLast(int n, int hw, int c, const float* x, float* y) override;
+  void ChannelsLastToFirst(int n, int hw, int c, const float* x, float* y) override;
 
   float* Allocate(size_t count) override;
   void Free(float* p) override;

@@ -1,5 +1,6 @@
 // Fully connected layer, kernel [in, units] (Glorot uniform), bias [units]
-// (zeros), optional fused ReLU. Flattens its input.
+// (zeros), optional fused ReLU. Flattens its input (in NHWC order, as
+// Flatten does).
 //
 //   auto d = std::make_unique<DenseLayer>("dense1", 256, /*relu=*/true);
 //   Shape3 out = d->Build({28, 28, 1}, &store);   // {1, 1, 256}
@@ -8,6 +9,7 @@
 
 #include <memory>
 
+#include "worker/model/channels_last_input.h"
 #include "worker/model/device_array.h"
 #include "worker/model/layer.h"
 
@@ -26,6 +28,8 @@ class DenseLayer final : public Layer {
   int units_;
   bool relu_;
   int in_ = 0;
+  Shape3 in_shape_;
+  ChannelsLastInput order_;
   int kernel_ = -1, bias_ = -1;
   Backend* backend_ = nullptr;
   ParameterStore* store_ = nullptr;

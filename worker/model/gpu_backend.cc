@@ -68,6 +68,12 @@ void GpuBackend::AddRelu(const float* a, const float* b, float* y, size_t count)
 void GpuBackend::Accumulate(const float* src, float* dst, size_t count) {
   gpu::Accumulate(ctx_.stream(), src, dst, count);
 }
+void GpuBackend::ChannelsFirstToLast(int n, int hw, int c, const float* x, float* y) {
+  gpu::ChannelsFirstToLast(ctx_.stream(), n, hw, c, x, y);
+}
+void GpuBackend::ChannelsLastToFirst(int n, int hw, int c, const float* x, float* y) {
+  gpu::ChannelsLastToFirst(ctx_.stream(), n, hw, c, x, y);
+}
 void GpuBackend::GlobalAvgPool(int n, int hw, int c, const float* x, float* y) {
   gpu::GlobalAvgPool(ctx_.stream(), n, hw, c, x, y);
 }

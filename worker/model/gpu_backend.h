@@ -21,6 +21,9 @@ class GpuBackend final : public Backend {
 
   std::string name() const override { return "gpu:" + std::to_string(ctx_.ordinal()); }
   bool is_gpu() const override { return true; }
+  bool channels_first() const override { return true; }
+  void ChannelsFirstToLast(int n, int hw, int c, const float* x, float* y) override;
+  void ChannelsLastToFirst(int n, int hw, int c, const float* x, float* y) override;
   cudaStream_t stream() const { return ctx_.stream(); }
 
   float* Allocate(size_t count) override;

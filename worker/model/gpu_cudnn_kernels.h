@@ -1,7 +1,7 @@
 // cuDNN / cuBLAS implementations of the per-layer kernels of backend.h:
-// dense (cuBLAS SGEMM + bias/ReLU kernel), convolution (cuDNN on NHWC with
-// KRSC filters transposed from our HWIO each step), max pooling and batch
-// normalisation (cuDNN, spatial mode). FP32 math (no TF32) unless the
+// dense (cuBLAS SGEMM + bias/ReLU kernel), convolution (cuDNN on NCHW with
+// KCRS filters transposed from our HWIO each step), max pooling (cuDNN) and
+// batch normalisation (our NCHW kernels, gpu_batch_norm.h). FP32 math (no TF32) unless the
 // context allows it. Only built with MIRRORED_WITH_CUDA.
 //
 //   GpuContext ctx(/*ordinal=*/0, /*allow_tf32=*/false);

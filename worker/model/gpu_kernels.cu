@@ -30,39 +30,39 @@ __global__ void AddReluK(const float* a, const float* b, float* y, size_t n) {
 __global__ void AccumulateK(const float* src, float* dst, size_t n) {
   MIRRORED_GRID_LOOP(i, n) dst[i] += src[i];
 }
-__global__ void BiasActK(float* y, const float* b, size_t n, int cols, bool relu) {
+__global__ void BiasActK(float* y, const float* b, size_t n, int c, size_t inner, bool relu) {
   MIRRORED_GRID_LOOP(i, n) {
-    float v = y[i] + b[i % cols];
+    float v = y[i] + b[(i / inner) % c];
     y[i] = relu ? fmaxf(v, 0.f) : v;
   }
 }
-// Block (32 columns x 8 row lanes); partial sums reduced in shared memory,
-// then one atomicAdd per column per block.
-__global__ void ColumnSumsK(const float* x, size_t rows, int cols, float* out) {
-  __shared__ float part[8][33];
-  const int c = blockIdx.x * 32 + threadIdx.x;
-  float sum = 0.f;
-  if (c < cols)
-    for (size_t r = blockIdx.y * 8 + threadIdx.y; r < rows; r += size_t(gridDim.y) * 8) sum += x[r * cols + c];
-  part[threadIdx.y][threadIdx.x] = sum;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < cols) {
-    for (int j = 1; j < 8; ++j) sum += part[j][threadIdx.x];
-    atomicAdd(out + c, sum);
-  }
-}
-__global__ void GapK(int n, int hw, int c, const float* x, float* y) {
-  MIRRORED_GRID_LOOP(i, size_t(n) * c) {
-    size_t b = i / c, ch = i % c;
+// NCHW: y[i] for i = image * c + channel is the mean of the hw contiguous
+// values x[i * hw ...]; a warp per output, its lanes striding the plane, then
+// a fixed shuffle tree (deterministic).
+__global__ void GapK(size_t outputs, int hw, const float* x, float* y) {
+  const size_t warps = size_t(gridDim.x) * (blockDim.x / 32);
+  const int lane = threadIdx.x % 32;
+  for (size_t i = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) / 32; i < outputs; i += warps) {
     float s = 0.f;
-    for (int p = 0; p < hw; ++p) s += x[(b * hw + p) * c + ch];
-    y[i] = s / float(hw);
+    for (int p = lane; p < hw; p += 32) s += x[i * hw + p];
+    for (int off = 16; off > 0; off /= 2) s += __shfl_down_sync(0xffffffffu, s, off);
+    if (lane == 0) y[i] = s / float(hw);
   }
 }
-__global__ void GapBackK(int n, int hw, int c, const float* dy, float* dx) {
-  MIRRORED_GRID_LOOP(i, size_t(n) * hw * c) {
-    size_t ch = i % c, b = i / (size_t(hw) * c);
-    dx[i] = dy[b * c + ch] / float(hw);
+__global__ void GapBackK(size_t n, int hw, const float* dy, float* dx) {
+  MIRRORED_GRID_LOOP(i, n) dx[i] = dy[i / hw] / float(hw);
+}
+// x[n, c, hw] -> y[n, hw, c], and back; a thread per element of the output.
+__global__ void ChannelsFirstToLastK(size_t total, int c, size_t hw, const float* x, float* y) {
+  MIRRORED_GRID_LOOP(i, total) {
+    const size_t ch = i % c, rest = i / c, p = rest % hw, b = rest / hw;
+    y[i] = x[(b * c + ch) * hw + p];
+  }
+}
+__global__ void ChannelsLastToFirstK(size_t total, int c, size_t hw, const float* x, float* y) {
+  MIRRORED_GRID_LOOP(i, total) {
+    const size_t p = i % hw, rest = i / hw, ch = rest % c, b = rest / c;
+    y[i] = x[(b * hw + p) * c + ch];
   }
 }
 __global__ void XentK(int n, int k, const float* logits, const float* labels, float* losses, float* probs) {
@@ -101,17 +101,17 @@ __global__ void SgdK(size_t n, float* p, const float* g, float* vel, float lr, f
     p[i] += v;
   }
 }
-// HWIO index (r, s, ci, co) <-> OHWI index (co, r, s, ci); kk = k * k.
-__global__ void HwioToOhwiK(const float* src, float* dst, int kk, int in, int out) {
+// HWIO index (r, s, ci, co) <-> OIHW index (co, ci, r, s); kk = k * k.
+__global__ void HwioToOihwK(const float* src, float* dst, int kk, int in, int out) {
   MIRRORED_GRID_LOOP(i, size_t(kk) * in * out) {
     size_t co = i % out, rest = i / out, ci = rest % in, rs = rest / in;
-    dst[(co * kk + rs) * in + ci] = src[i];
+    dst[(co * in + ci) * kk + rs] = src[i];
   }
 }
-__global__ void OhwiToHwioK(const float* src, float* dst, int kk, int in, int out) {
+__global__ void OihwToHwioK(const float* src, float* dst, int kk, int in, int out) {
   MIRRORED_GRID_LOOP(i, size_t(kk) * in * out) {
     size_t co = i % out, rest = i / out, ci = rest % in, rs = rest / in;
-    dst[i] = src[(co * kk + rs) * in + ci];
+    dst[i] = src[(co * in + ci) * kk + rs];
   }
 }
 
@@ -129,21 +129,30 @@ void AddRelu(cudaStream_t s, const float* a, const float* b, float* y, size_t n)
 void Accumulate(cudaStream_t s, const float* src, float* dst, size_t n) {
   MIRRORED_CUDA_LAUNCH_CHECK((AccumulateK<<<Blocks(n), kThreads, 0, s>>>(src, dst, n)));
 }
-void BiasAct(cudaStream_t s, float* y, const float* b, size_t rows, int cols, bool relu) {
-  size_t n = rows * size_t(cols);
-  MIRRORED_CUDA_LAUNCH_CHECK((BiasActK<<<Blocks(n), kThreads, 0, s>>>(y, b, n, cols, relu)));
-}
-void ColumnSums(cudaStream_t s, const float* x, size_t rows, int cols, float* out) {
-  MIRRORED_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(float) * size_t(cols), s));
-  size_t row_blocks = (rows + 63) / 64;
-  dim3 grid(unsigned((cols + 31) / 32), unsigned(row_blocks < 1024 ? (row_blocks == 0 ? 1 : row_blocks) : 1024));
-  MIRRORED_CUDA_LAUNCH_CHECK((ColumnSumsK<<<grid, dim3(32, 8), 0, s>>>(x, rows, cols, out)));
+void BiasAct(cudaStream_t s, float* y, const float* b, size_t outer, int c, size_t inner, bool relu) {
+  const size_t n = outer * size_t(c) * inner;
+  if (n == 0) return;
+  MIRRORED_CUDA_LAUNCH_CHECK((BiasActK<<<Blocks(n), kThreads, 0, s>>>(y, b, n, c, inner, relu)));
 }
 void GlobalAvgPool(cudaStream_t s, int n, int hw, int c, const float* x, float* y) {
-  MIRRORED_CUDA_LAUNCH_CHECK((GapK<<<Blocks(size_t(n) * c), kThreads, 0, s>>>(n, hw, c, x, y)));
+  const size_t outputs = size_t(n) * c;
+  if (outputs == 0 || hw <= 0) return;
+  MIRRORED_CUDA_LAUNCH_CHECK((GapK<<<Blocks(outputs * 32), kThreads, 0, s>>>(outputs, hw, x, y)));
 }
 void GlobalAvgPoolBackward(cudaStream_t s, int n, int hw, int c, const float* dy, float* dx) {
-  MIRRORED_CUDA_LAUNCH_CHECK((GapBackK<<<Blocks(size_t(n) * hw * c), kThreads, 0, s>>>(n, hw, c, dy, dx)));
+  const size_t total = size_t(n) * c * hw;
+  if (total == 0) return;
+  MIRRORED_CUDA_LAUNCH_CHECK((GapBackK<<<Blocks(total), kThreads, 0, s>>>(total, hw, dy, dx)));
+}
+void ChannelsFirstToLast(cudaStream_t s, int n, int hw, int c, const float* x, float* y) {
+  const size_t total = size_t(n) * hw * c;
+  if (total == 0) return;
+  MIRRORED_CUDA_LAUNCH_CHECK((ChannelsFirstToLastK<<<Blocks(total), kThreads, 0, s>>>(total, c, hw, x, y)));
+}
+void ChannelsLastToFirst(cudaStream_t s, int n, int hw, int c, const float* x, float* y) {
+  const size_t total = size_t(n) * hw * c;
+  if (total == 0) return;
+  MIRRORED_CUDA_LAUNCH_CHECK((ChannelsLastToFirstK<<<Blocks(total), kThreads, 0, s>>>(total, c, hw, x, y)));
 }
 void SoftmaxCrossEntropy(cudaStream_t s, int n, int classes, const float* logits, const float* labels, float* losses,
                          float* probs) {
@@ -161,13 +170,13 @@ void Adam(cudaStream_t s, size_t n, float* p, const float* g, float* m, float* v
 void SgdMomentum(cudaStream_t s, size_t n, float* p, const float* g, float* vel, float lr, float momentum) {
   MIRRORED_CUDA_LAUNCH_CHECK((SgdK<<<Blocks(n), kThreads, 0, s>>>(n, p, g, vel, lr, momentum)));
 }
-void HwioToOhwi(cudaStream_t s, const float* src, float* dst, int k, int in, int out) {
+void HwioToOihw(cudaStream_t s, const float* src, float* dst, int k, int in, int out) {
   MIRRORED_CUDA_LAUNCH_CHECK(
-      (HwioToOhwiK<<<Blocks(size_t(k) * k * in * out), kThreads, 0, s>>>(src, dst, k * k, in, out)));
+      (HwioToOihwK<<<Blocks(size_t(k) * k * in * out), kThreads, 0, s>>>(src, dst, k * k, in, out)));
 }
-void OhwiToHwio(cudaStream_t s, const float* src, float* dst, int k, int in, int out) {
+void OihwToHwio(cudaStream_t s, const float* src, float* dst, int k, int in, int out) {
   MIRRORED_CUDA_LAUNCH_CHECK(
-      (OhwiToHwioK<<<Blocks(size_t(k) * k * in * out), kThreads, 0, s>>>(src, dst, k * k, in, out)));
+      (OihwToHwioK<<<Blocks(size_t(k) * k * in * out), kThreads, 0, s>>>(src, dst, k * k, in, out)));
 }
 
 }  // namespace mirrored::model::gpu

@@ -1,10 +1,11 @@
 // Small CUDA kernels for the GPU backend where no cuBLAS / cuDNN call fits:
-// element-wise activations, bias, reductions, loss, optimizer updates and
-// the HWIO <-> OHWI kernel transpose cuDNN needs. All asynchronous on
-// `stream`; every launch is checked (MIRRORED_CUDA_LAUNCH_CHECK).
+// element-wise activations, bias, pooling, loss, optimizer updates and the
+// layout changes (NCHW activations <-> NHWC, HWIO kernels <-> cuDNN's OIHW).
+// All asynchronous on `stream`; every launch is checked
+// (MIRRORED_CUDA_LAUNCH_CHECK). Per-channel sums (bias gradients) are in
+// gpu_batch_norm.h.
 //
 //   gpu::Relu(stream, x, y, n);
-//   gpu::ColumnSums(stream, dy, rows, cols, db);     // bias gradients
 //   gpu::Adam(stream, count, p, g, m, v, lr_t, 0.9f, 0.999f, 1e-7f);
 #pragma once
 
@@ -18,10 +19,10 @@ void Relu(cudaStream_t s, const float* x, float* y, size_t n);
 void ReluMask(cudaStream_t s, const float* y, float* dy, size_t n);
 void AddRelu(cudaStream_t s, const float* a, const float* b, float* y, size_t n);
 void Accumulate(cudaStream_t s, const float* src, float* dst, size_t n);
-// y[r, c] = act(y[r, c] + b[c]) for rows x cols (row-major, NHWC flattens to it).
-void BiasAct(cudaStream_t s, float* y, const float* b, size_t rows, int cols, bool relu);
-// out[c] = sum over r of x[r, c].
-void ColumnSums(cudaStream_t s, const float* x, size_t rows, int cols, float* out);
+// y[o, ch, i] = act(y[o, ch, i] + b[ch]) on y[outer, c, inner]: a dense
+// layer's [n, units] is inner = 1, an NCHW activation outer = n, inner = hw.
+void BiasAct(cudaStream_t s, float* y, const float* b, size_t outer, int c, size_t inner, bool relu);
+// NCHW: y[n, c] = mean over hw of x[n, c, hw]; and its gradient.
 void GlobalAvgPool(cudaStream_t s, int n, int hw, int c, const float* x, float* y);
 void GlobalAvgPoolBackward(cudaStream_t s, int n, int hw, int c, const float* dy, float* dx);
 void SoftmaxCrossEntropy(cudaStream_t s, int n, int classes, const float* logits, const float* labels, float* losses,
@@ -31,8 +32,11 @@ void SoftmaxCrossEntropyBackward(cudaStream_t s, int n, int classes, const float
 void Adam(cudaStream_t s, size_t n, float* p, const float* g, float* m, float* v, float lr_t, float beta1,
           float beta2, float epsilon);
 void SgdMomentum(cudaStream_t s, size_t n, float* p, const float* g, float* vel, float lr, float momentum);
-// [k, k, in, out] <-> [out, k, k, in] (cuDNN's KRSC for NHWC filters).
-void HwioToOhwi(cudaStream_t s, const float* src, float* dst, int k, int in, int out);
-void OhwiToHwio(cudaStream_t s, const float* src, float* dst, int k, int in, int out);
+// y[n, hw, c] = x[n, c, hw] (NCHW -> NHWC), and the reverse.
+void ChannelsFirstToLast(cudaStream_t s, int n, int hw, int c, const float* x, float* y);
+void ChannelsLastToFirst(cudaStream_t s, int n, int hw, int c, const float* x, float* y);
+// [k, k, in, out] <-> [out, in, k, k] (cuDNN's KCRS for NCHW filters).
+void HwioToOihw(cudaStream_t s, const float* src, float* dst, int k, int in, int out);
+void OihwToHwio(cudaStream_t s, const float* src, float* dst, int k, int in, int out);
 
 }  // namespace mirrored::model::gpu

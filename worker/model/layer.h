@@ -22,7 +22,8 @@ namespace mirrored::model {
 // Called with a trainable tensor's index once its gradient is final.
 using GradientReadyFn = std::function<void(int param_index)>;
 
-// Per-example shape, NHWC without the N; a flat vector is {1, 1, size}.
+// Per-example shape (h, w, c), whatever order the backend keeps it in memory
+// (Backend::channels_first); a flat vector is {1, 1, size}.
 struct Shape3 {
   int h = 1, w = 1, c = 1;
   size_t size() const { return size_t(h) * w * c; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "worker/model/channels_last_input.h"
 #include "worker/model/model_zoo.h"
 
 namespace mirrored::model {
@@ -25,7 +26,7 @@ Model::Model(std::string name, std::unique_ptr<Backend> backend, std::vector<std
   }
   store_.Allocate(backend_.get(), seed);
   for (auto& l : layers_) l->Bind(backend_.get(), &store_);
-  for (DeviceArray* a : {&images_, &labels_dev_, &weights_dev_, &losses_dev_, &probs_, &dlogits_})
+  for (DeviceArray* a : {&images_, &images_nhwc_, &labels_dev_, &weights_dev_, &losses_dev_, &probs_, &dlogits_})
     a->set_backend(backend_.get());
 }
 
@@ -42,7 +43,14 @@ void Model::Forward(int n, const float* images, const int32_t* labels, bool trai
     return;
   }
   float* x = images_.Reserve(size_t(n) * input_.size());
-  backend_->Upload(images, x, size_t(n) * input_.size());
+  if (ReordersChannels(*backend_, input_)) {
+    // Images arrive NHWC; an NCHW backend's layers read them reordered.
+    float* staged = images_nhwc_.Reserve(size_t(n) * input_.size());
+    backend_->Upload(images, staged, size_t(n) * input_.size());
+    backend_->ChannelsLastToFirst(n, input_.h * input_.w, input_.c, staged, x);
+  } else {
+    backend_->Upload(images, x, size_t(n) * input_.size());
+  }
   labels_.assign(labels, labels + n);
   labels_f_.assign(labels, labels + n);
   float* y = labels_dev_.Reserve(size_t(n));

@@ -63,7 +63,7 @@ class Model {
   int n_ = 0;
   std::vector<const float*> inputs_;  // each layer's input in the last Forward
   const float* logits_dev_ = nullptr;
-  DeviceArray images_, labels_dev_, weights_dev_, losses_dev_, probs_, dlogits_;
+  DeviceArray images_, images_nhwc_, labels_dev_, weights_dev_, losses_dev_, probs_, dlogits_;
   std::vector<float> labels_f_, losses_, logits_;
   std::vector<int32_t> labels_;
 };
