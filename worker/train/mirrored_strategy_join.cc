@@ -18,6 +18,7 @@
 #include "worker/comm/checked_process_group.h"
 #include "worker/comm/cpu_replica_group.h"
 #include "worker/comm/gloo_process_group.h"
+#include "worker/comm/solo_replica_group.h"
 #include "worker/coordination/coordination_agent.h"
 #include "worker/coordination/coordination_gloo_store.h"
 #include "worker/coordination/coordination_server.h"
@@ -216,6 +217,15 @@ Status MirroredStrategy::Join(const ClusterConfig& config, const StrategyOptions
   rank_offset_ = std::accumulate(replicas_per_process.begin(), replicas_per_process.begin() + process_rank, 0);
   world_size_ = std::accumulate(replicas_per_process.begin(), replicas_per_process.end(), 0);
   num_tasks_ = static_cast<int>(replicas_per_process.size());
+  if (world_size_ == 1) {
+    // One replica in all: every collective is the identity. No NCCL
+    // communicator (~580 MiB of GPU memory and part of the start-up) and no
+    // shared-memory group for it.
+    MIRRORED_LOG(INFO) << "collectives: none needed (one replica in all, on " << devices_.Describe() << ")";
+    std::lock_guard<std::mutex> lock(mu_);
+    replicas_ = std::make_unique<SoloReplicaGroup>(collectives_started_);
+    return OkStatus();
+  }
   if (devices_.gpu) {
     if (options.check_collectives) {
       MIRRORED_LOG(WARNING) << kCheckCollectivesVariable << " is set but checks only CPU replicas' collectives: "

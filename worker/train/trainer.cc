@@ -197,9 +197,10 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
                                            .first_bucket_bytes = std::min<size_t>(1u << 20, bucket_bytes),
                                            .timeout = timeout};
     // GPU: backward only issues kernels; each bucket's all-reduce waits on
-    // the device for the ones that wrote it (cuda_event_fence.h).
+    // the device for the ones that wrote it (cuda_event_fence.h). A lone
+    // replica's all-reduce is the identity (SoloReplicaGroup): nothing to order.
     std::unique_ptr<GradientFence> fence;
-    if (replica.on_gpu()) {
+    if (replica.on_gpu() && comm.world_size() > 1) {
       const size_t buckets = PlanGradientBuckets(spans, bucket_options).size();
       MIRRORED_ASSIGN_OR_RETURN(fence, MakeCudaEventFence(model->backend(), comm, buckets));
       bucket_options.fence = fence.get();
