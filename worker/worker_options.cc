@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "common/decimal_integer.h"
+#include "worker/model/precision.h"
 
 namespace mirrored {
 namespace {
@@ -46,6 +47,12 @@ void WorkerOptions::Register(CLI::App& app) {
   app.add_option("--cpu-replicas", cpu_replicas, "Replicas on a worker without a GPU")
       ->capture_default_str()
       ->transform(DecimalInteger<int>());
+  app.add_option("--precision", precision,
+                 "fp32, tf32 (TF32 tensor cores), bf16 or fp16 (16-bit products, FP32 weights; fp16 with dynamic "
+                 "loss scaling); GPU only except fp32")
+      ->capture_default_str();
+  app.add_option("--initial-loss-scale", initial_loss_scale, "fp16: the dynamic loss scale to start from")
+      ->capture_default_str();
   app.add_option("--run-dir", run_dir, "Run directory: checkpoints, logs, metrics.jsonl");
   app.add_option("--checkpoint-every", checkpoint_every, "Steps between checkpoints (0: each epoch's end)")
       ->capture_default_str()
@@ -94,6 +101,14 @@ Status WorkerOptions::Validate() const {
   }
   if (device != "auto" && device != "cpu" && device != "gpu") {
     return InvalidArgumentError("--device \"" + device + "\" is not one of auto, cpu, gpu");
+  }
+  MIRRORED_ASSIGN_OR_RETURN(model::Precision p, model::ParsePrecision(precision));
+  // With --device auto the replicas' device is known only once the job has
+  // formed (the trainer checks again then); --device cpu is refused now.
+  if (device == "cpu") MIRRORED_RETURN_IF_ERROR(model::CheckCpuPrecision(p));
+  if (!(initial_loss_scale >= 1) || !(initial_loss_scale <= 3.4e38)) {
+    return InvalidArgumentError("--initial-loss-scale " + CLI::detail::to_string(initial_loss_scale) +
+                                " must be a number from 1 to 3.4e38");
   }
   if (epochs < 1) return InvalidArgumentError("--epochs " + std::to_string(epochs) + " must be at least 1");
   if (max_steps < 0) return InvalidArgumentError("--max-steps " + std::to_string(max_steps) + " must not be negative");

@@ -32,6 +32,8 @@ struct WorkerOptions {
   // Devices.
   std::string device = "auto";  // auto | cpu | gpu
   int cpu_replicas = 1;
+  std::string precision = "fp32";    // fp32 | tf32 | bf16 | fp16 (model/precision.h)
+  double initial_loss_scale = 32768;  // fp16's dynamic loss scale to start from (model/loss_scale.h)
 
   // Run directory, checkpoints, logging.
   std::string run_dir;            // "" : no checkpoints, no logs (a dry training run)

@@ -24,13 +24,13 @@
 set -u
 archive=${1:-.carry/gpu.tar.xz}
 out=${OUT:-$(mktemp -d)}
-budget_s=${MIRRORED_CHECK_SECONDS:-420}
+budget_s=${MIRRORED_CHECK_SECONDS:-500}
 repeat_reserve_s=60  # what tests, b256 and b64 leave for resnet64x3
 pack=/tmp/gpu-pack
 here=$(cd "$(dirname "$0")/../.." && pwd)
 logs=$(mktemp -d)
 train=$here/bench/training/gpu_train.sh
-export MIRRORED_GPU_TEST_TIMEOUT=${MIRRORED_GPU_TEST_TIMEOUT:-60} MIRRORED_GPU_RUN_TIMEOUT=${MIRRORED_GPU_RUN_TIMEOUT:-60}
+export MIRRORED_GPU_TEST_TIMEOUT=${MIRRORED_GPU_TEST_TIMEOUT:-120} MIRRORED_GPU_RUN_TIMEOUT=${MIRRORED_GPU_RUN_TIMEOUT:-60}
 status=0
 
 say() { echo "$*" | tee -a "$out/check.txt"; }
@@ -75,7 +75,7 @@ say "# $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,no
 
 # A test binary's timeout puts it in a process group of its own, which the
 # stage's timeout does not reach: 3 x 60 s fit the stage's 190.
-stage tests 190 $((repeat_reserve_s + 150)) "$pack/run" "$train" "$pack" --no-table
+stage tests 250 $((repeat_reserve_s + 150)) "$pack/run" "$train" "$pack" --no-table
 stage b256 270 "$repeat_reserve_s" "$pack/run" "$train" "$pack" --no-tests --batch 256 \
   --models "mlp cnn resnet" --precisions "fp32 tf32 bf16 fp16"
 stage b64 100 "$repeat_reserve_s" "$pack/run" "$train" "$pack" --no-tests --batch 64 \

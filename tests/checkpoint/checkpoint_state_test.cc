@@ -48,6 +48,31 @@ TEST(CheckpointStateTest, DigestsAreWrittenAsHexAndOptional) {
   EXPECT_TRUE(back->files.empty());
 }
 
+// --precision fp16 records its loss scale; an earlier version's state (no
+// precision, no scale) reads as fp32 without one; tensors are FP32 in every
+// precision, so nothing else differs.
+TEST(CheckpointStateTest, PrecisionAndLossScaleRoundTripAndAreOptional) {
+  CheckpointState st = Sample();
+  st.precision = "fp16";
+  st.loss_scale = 16384;
+  st.loss_scale_good_steps = 1500;
+  auto back = CheckpointState::FromJsonText(st.ToJson().dump(), "state.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, st);
+  const nlohmann::json plain = Sample().ToJson();
+  EXPECT_FALSE(plain.contains("loss_scale"));
+  EXPECT_FALSE(plain.contains("precision"));
+  auto old = CheckpointState::FromJson(plain, "state.json");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->loss_scale, 0);
+  EXPECT_EQ(old->precision, "");
+  nlohmann::json bad = st.ToJson();
+  bad["loss_scale"] = -2;
+  EXPECT_FALSE(CheckpointState::FromJson(bad, "state.json").ok());
+  bad["loss_scale"] = "big";
+  EXPECT_FALSE(CheckpointState::FromJson(bad, "state.json").ok());
+}
+
 TEST(CheckpointStateTest, UnknownKeysAreIgnored) {
   nlohmann::json j = Sample().ToJson();
   j["from_the_future"] = 1;

@@ -23,6 +23,7 @@ TEST(CublasLibraryTest, LoadsEverySymbolOnce) {
   EXPECT_NE(lib->SetStream, nullptr);
   EXPECT_NE(lib->SetMathMode, nullptr);
   EXPECT_NE(lib->Sgemm, nullptr);
+  EXPECT_NE(lib->GemmEx, nullptr);
   ASSERT_NE(lib->GetStatusString, nullptr);
   EXPECT_NE(std::string(lib->GetStatusString(CUBLAS_STATUS_NOT_INITIALIZED)).find("not initialized"),
             std::string::npos);

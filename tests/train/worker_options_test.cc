@@ -89,6 +89,27 @@ TEST(WorkerOptionsTest, LrThatIsNotAPositiveNumberIsRefused) {
   }
 }
 
+TEST(WorkerOptionsTest, PrecisionIsNamedAndCpuReplicasRefuseWhatTheyCannotCompute) {
+  WorkerOptions a, b, c, d, e;
+  EXPECT_EQ(a.precision, "fp32");
+  EXPECT_NE(Parse({"--precision", "half"}, &a).message().find("--precision \"half\" is not one of"),
+            std::string::npos);
+  // --device cpu is refused at once (auto waits for the job's devices).
+  const Status cpu = Parse({"--device", "cpu", "--precision", "tf32"}, &b);
+  EXPECT_EQ(cpu.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(cpu.message().find("GPU math mode"), std::string::npos) << cpu.message();
+  EXPECT_TRUE(Parse({"--precision", "bf16"}, &c).ok());
+  EXPECT_EQ(c.precision, "bf16");
+  for (const char* bad : {"0", "0.5", "nan", "1e39"}) {
+    WorkerOptions o;
+    EXPECT_NE(Parse({"--initial-loss-scale", bad}, &o).message().find("--initial-loss-scale"), std::string::npos)
+        << bad;
+  }
+  EXPECT_TRUE(Parse({"--precision", "fp16", "--initial-loss-scale", "1024"}, &d).ok());
+  EXPECT_EQ(d.initial_loss_scale, 1024);
+  EXPECT_TRUE(Parse({"--device", "cpu"}, &e).ok());
+}
+
 TEST(WorkerOptionsTest, NonFiniteSecondsAreRefused) {
   WorkerOptions a, b, c;
   EXPECT_NE(Parse({"--eval-timeout", "nan"}, &a).message().find("--eval-timeout nan must be a number of seconds"),

@@ -21,6 +21,11 @@ nlohmann::json CheckpointState::ToJson() const {
       {"mirrored_version", mirrored_version},
       {"wall_time", wall_time},
   };
+  if (!precision.empty()) json["precision"] = precision;
+  if (loss_scale > 0) {
+    json["loss_scale"] = loss_scale;
+    json["loss_scale_good_steps"] = loss_scale_good_steps;
+  }
   if (!files.empty()) {
     nlohmann::json digests = nlohmann::json::object();
     char hex[9];
@@ -44,6 +49,8 @@ Status CheckpointState::Validate() const {
   if (num_workers < 1) return bad("num_workers", "must be at least 1");
   if (global_batch_size < 0) return bad("global_batch_size", "is negative");
   if (model.empty()) return bad("model", "is empty");
+  if (!(loss_scale >= 0) || loss_scale > 3.4e38) return bad("loss_scale", "is not a finite non-negative number");
+  if (loss_scale_good_steps < 0) return bad("loss_scale_good_steps", "is negative");
   return OkStatus();
 }
 
@@ -85,6 +92,12 @@ StatusOr<CheckpointState> CheckpointState::FromJson(const nlohmann::json& json,
   MIRRORED_RETURN_IF_ERROR(get_string("model", &s.model, true));
   MIRRORED_RETURN_IF_ERROR(get_string("optimizer", &s.optimizer, false));
   MIRRORED_RETURN_IF_ERROR(get_string("mirrored_version", &s.mirrored_version, false));
+  MIRRORED_RETURN_IF_ERROR(get_string("precision", &s.precision, false));
+  MIRRORED_RETURN_IF_ERROR(get_int("loss_scale_good_steps", &s.loss_scale_good_steps, false));
+  if (auto it = json.find("loss_scale"); it != json.end()) {
+    if (!it->is_number()) return fail("\"loss_scale\" is not a number");
+    s.loss_scale = it->get<double>();
+  }
   auto final_it = json.find("final");
   if (final_it == json.end() || !final_it->is_boolean())
     return fail("missing or non-boolean \"final\"");

@@ -29,6 +29,13 @@ struct CheckpointState {
   int64_t global_batch_size = 0;
   std::string model;      // model name, e.g. "cnn"
   std::string optimizer;  // "adam" or "sgd"
+  // --precision of the run that wrote it ("fp32" when absent: earlier
+  // versions). Tensors are FP32 in every precision, so any run resumes it.
+  std::string precision;
+  // fp16's dynamic loss scale and the finite steps since it last changed
+  // (loss_scale.h); 0 / absent without loss scaling.
+  double loss_scale = 0;
+  int64_t loss_scale_good_steps = 0;
   bool final = false;     // the run's last checkpoint: the evaluator stops after it
   std::string mirrored_version;
   double wall_time = 0;  // Unix seconds when written

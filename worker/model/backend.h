@@ -17,6 +17,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "worker/model/precision.h"
 
 namespace mirrored::model {
 
@@ -162,12 +163,17 @@ class Backend {
                           float beta2, float epsilon) = 0;
   // SGD with momentum (Keras form): vel = momentum vel - lr g; p += vel.
   virtual void SgdMomentumUpdate(size_t count, float* p, const float* g, float* vel, float lr, float momentum) = 0;
+
+  // g *= factor, in place; returns whether every value of g was finite (no
+  // infinity, no NaN): loss scaling's unscale and overflow check in one
+  // pass (loss_scale.h). Waits for the result (a synchronisation on a GPU).
+  virtual bool UnscaleAndCheckFinite(float* g, size_t count, float factor) = 0;
 };
 
 std::unique_ptr<Backend> MakeCpuBackend();
-// The GPU backend on device `ordinal`. Unavailable when built without CUDA or
-// when the device does not exist.
-StatusOr<std::unique_ptr<Backend>> MakeGpuBackend(int ordinal);
+// The GPU backend on device `ordinal`, its products in `precision`.
+// Unavailable when built without CUDA or when the device does not exist.
+StatusOr<std::unique_ptr<Backend>> MakeGpuBackend(int ordinal, Precision precision = Precision::kFp32);
 // Number of CUDA devices (0 without CUDA or without a driver).
 int GpuDeviceCount();
 

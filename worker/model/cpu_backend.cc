@@ -153,6 +153,15 @@ void CpuBackend::SgdMomentumUpdate(size_t count, float* p, const float* g, float
   }
 }
 
+bool CpuBackend::UnscaleAndCheckFinite(float* g, size_t count, float factor) {
+  bool finite = true;
+  for (size_t i = 0; i < count; ++i) {
+    finite &= std::isfinite(g[i]);
+    g[i] *= factor;
+  }
+  return finite;
+}
+
 void SetCpuThreadsForThisThread(int threads) {
   if (threads > 0) omp_set_num_threads(threads);
 }
@@ -160,7 +169,7 @@ void SetCpuThreadsForThisThread(int threads) {
 std::unique_ptr<Backend> MakeCpuBackend() { return std::make_unique<CpuBackend>(); }
 
 #if !MIRRORED_WITH_CUDA
-StatusOr<std::unique_ptr<Backend>> MakeGpuBackend(int ordinal) {
+StatusOr<std::unique_ptr<Backend>> MakeGpuBackend(int ordinal, Precision) {
   return UnavailableError("GPU " + std::to_string(ordinal) +
                           " requested but no CUDA device can be used: mirrored was built without CUDA "
                           "(MIRRORED_WITH_CUDA=OFF)");

@@ -53,6 +53,7 @@ class CpuBackend final : public Backend {
   void AdamUpdate(size_t count, float* p, const float* g, float* m, float* v, float lr_t, float beta1, float beta2,
                   float epsilon) override;
   void SgdMomentumUpdate(size_t count, float* p, const float* g, float* vel, float lr, float momentum) override;
+  bool UnscaleAndCheckFinite(float* g, size_t count, float factor) override;
 
  private:
   DnnlContext ctx_;

@@ -38,6 +38,7 @@ CublasLibrary Load() {
   Resolve(handle, "cublasSetStream_v2", &lib.SetStream);
   Resolve(handle, "cublasSetMathMode", &lib.SetMathMode);
   Resolve(handle, "cublasSgemm_v2", &lib.Sgemm);
+  Resolve(handle, "cublasGemmEx", &lib.GemmEx);
   Resolve(handle, "cublasGetStatusString", &lib.GetStatusString);
   return lib;  // the handle stays open for the process's life
 }

@@ -20,6 +20,11 @@ struct CublasLibrary {
   decltype(&cublasSetStream_v2) SetStream;
   decltype(&cublasSetMathMode) SetMathMode;
   decltype(&cublasSgemm_v2) Sgemm;
+  // bf16 / fp16 products with FP32 output (--precision); the C signature
+  // (the headers overload it for C++).
+  cublasStatus_t (*GemmEx)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                           const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                           cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
   decltype(&cublasGetStatusString) GetStatusString;
 
   // Loads libcublas.so.<major of the headers> once (thread-safe). Throws

@@ -10,7 +10,27 @@ void ThrowCudaError(const char* call, const char* file, int line, const std::str
   throw CudaError(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " + error);
 }
 
-GpuBackend::GpuBackend(int ordinal, bool allow_tf32) : ctx_(ordinal, allow_tf32) {}
+GpuBackend::GpuBackend(int ordinal, Precision precision) : ctx_(ordinal, precision) {
+  MIRRORED_CUDA_CHECK(cudaMalloc(&nonfinite_, sizeof(int)));
+  const cudaError_t pinned = cudaMallocHost(&nonfinite_host_, sizeof(int));
+  if (pinned != cudaSuccess) {
+    cudaFree(nonfinite_);  // the destructor does not run for a constructor that throws
+    ThrowCudaError("cudaMallocHost(&nonfinite_host_, sizeof(int))", __FILE__, __LINE__, cudaGetErrorString(pinned));
+  }
+}
+
+GpuBackend::~GpuBackend() {
+  cudaFree(nonfinite_);
+  cudaFreeHost(nonfinite_host_);
+}
+
+bool GpuBackend::UnscaleAndCheckFinite(float* g, size_t count, float factor) {
+  MIRRORED_CUDA_CHECK(cudaMemsetAsync(nonfinite_, 0, sizeof(int), ctx_.stream()));
+  gpu::UnscaleCheckFinite(ctx_.stream(), g, count, factor, nonfinite_);
+  MIRRORED_CUDA_CHECK(cudaMemcpyAsync(nonfinite_host_, nonfinite_, sizeof(int), cudaMemcpyDeviceToHost, ctx_.stream()));
+  MIRRORED_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream()));
+  return *nonfinite_host_ == 0;
+}
 
 float* GpuBackend::Allocate(size_t count) {
   void* p = nullptr;
@@ -105,14 +125,14 @@ int GpuDeviceCount() {
   return count;
 }
 
-StatusOr<std::unique_ptr<Backend>> MakeGpuBackend(int ordinal) {
+StatusOr<std::unique_ptr<Backend>> MakeGpuBackend(int ordinal, Precision precision) {
   const int count = GpuDeviceCount();
   if (ordinal < 0 || ordinal >= count) {
     return UnavailableError("GPU " + std::to_string(ordinal) + " requested but " + std::to_string(count) +
                             " CUDA device(s) are visible (check CUDA_VISIBLE_DEVICES and the driver)");
   }
   try {
-    return std::unique_ptr<Backend>(std::make_unique<GpuBackend>(ordinal, /*allow_tf32=*/false));
+    return std::unique_ptr<Backend>(std::make_unique<GpuBackend>(ordinal, precision));
   } catch (const CudaError& e) {
     return UnavailableError("GPU " + std::to_string(ordinal) + ": " + e.what());
   }

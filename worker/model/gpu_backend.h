@@ -17,7 +17,8 @@ namespace mirrored::model {
 class GpuBackend final : public Backend {
  public:
   // Throws CudaError when the device or a library handle cannot be set up.
-  GpuBackend(int ordinal, bool allow_tf32);
+  GpuBackend(int ordinal, Precision precision);
+  ~GpuBackend() override;
 
   std::string name() const override { return "gpu:" + std::to_string(ctx_.ordinal()); }
   bool is_gpu() const override { return true; }
@@ -52,9 +53,12 @@ class GpuBackend final : public Backend {
   void AdamUpdate(size_t count, float* p, const float* g, float* m, float* v, float lr_t, float beta1, float beta2,
                   float epsilon) override;
   void SgdMomentumUpdate(size_t count, float* p, const float* g, float* vel, float lr, float momentum) override;
+  bool UnscaleAndCheckFinite(float* g, size_t count, float factor) override;
 
  private:
   GpuContext ctx_;
+  int* nonfinite_ = nullptr;  // UnscaleAndCheckFinite's device flag
+  int* nonfinite_host_ = nullptr;  // pinned
 };
 
 }  // namespace mirrored::model

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "worker/model/cublas_library.h"
 #include "worker/model/cuda_check.h"
 #include "worker/model/gpu_batch_norm.h"
+#include "worker/model/gpu_half_kernels.h"
 #include "worker/model/gpu_kernels.h"
 
 namespace mirrored::model {
@@ -16,17 +18,20 @@ namespace {
 
 const float kOne = 1.f, kZero = 0.f;
 
-// An NCHW float tensor descriptor (the backend's activation layout: cuDNN's
-// FP32 convolutions run ~30% faster on it than on NHWC for our shapes),
-// re-set when the batch size changes.
+// A 4-D tensor descriptor, re-set when the batch size changes: FP32
+// activations are NCHW (cuDNN's FP32 convolutions run ~30% faster on it
+// than on NHWC for our shapes); the 16-bit copies of --precision bf16/fp16
+// are NHWC, the layout of cuDNN's tensor-core kernels (NCHW would make it
+// transpose internally, again).
 class TensorDesc {
  public:
   TensorDesc() { MIRRORED_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_)); }
   ~TensorDesc() { cudnnDestroyTensorDescriptor(d_); }
   TensorDesc(const TensorDesc&) = delete;
   TensorDesc& operator=(const TensorDesc&) = delete;
-  void Set(int n, int c, int h, int w) {
-    MIRRORED_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+  void Set(int n, int c, int h, int w, cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW,
+           cudnnDataType_t type = CUDNN_DATA_FLOAT) {
+    MIRRORED_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d_, format, type, n, c, h, w));
   }
   cudnnTensorDescriptor_t get() const { return d_; }
 
@@ -47,52 +52,125 @@ class Buffer {
   float* p_ = nullptr;
 };
 
+// 16-bit values owned by a kernel, grown (never shrunk) by Reserve: only
+// from Forward, since cudaFree synchronises the device, which must not
+// happen while bucket all-reduces are in flight (Backward).
+class HalfBuffer {
+ public:
+  HalfBuffer() = default;
+  ~HalfBuffer() { cudaFree(p_); }
+  HalfBuffer(const HalfBuffer&) = delete;
+  HalfBuffer& operator=(const HalfBuffer&) = delete;
+  void* Reserve(size_t values) {
+    if (values > capacity_) {
+      if (p_ != nullptr) MIRRORED_CUDA_CHECK(cudaFree(p_));
+      p_ = nullptr;
+      MIRRORED_CUDA_CHECK(cudaMalloc(&p_, std::max<size_t>(values, 1) * 2));
+      capacity_ = values;
+    }
+    return p_;
+  }
+  void* get() const { return p_; }
+
+ private:
+  void* p_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+// The 16-bit type of a context's products, when it has one.
+std::optional<gpu::HalfType> HalfTypeOf(const GpuContext& ctx) {
+  if (ctx.precision() == Precision::kBf16) return gpu::HalfType::kBf16;
+  if (ctx.precision() == Precision::kFp16) return gpu::HalfType::kFp16;
+  return std::nullopt;
+}
+cudaDataType_t CudaType(gpu::HalfType t) { return t == gpu::HalfType::kBf16 ? CUDA_R_16BF : CUDA_R_16F; }
+cudnnDataType_t CudnnType(gpu::HalfType t) {
+  return t == gpu::HalfType::kBf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+}
+
 // ---------------------------------------------------------------- dense ----
 // Row-major Y[n, out] = X[n, in] W[in, out] is column-major Y^T = W^T X^T,
 // so every GEMM below is written in column-major terms on the same memory.
+// 16-bit: X, W and dY are converted, the products accumulate in FP32 and
+// are written FP32 (cublasGemmEx); Backward reuses Forward's X and W copies.
 class CublasDense final : public DenseKernel {
  public:
   CublasDense(GpuContext* ctx, const DenseSpec& s)
-      : ctx_(ctx), s_(s), bias_sums_(gpu::ChannelSumsScratchFloats(s.out)) {}
+      : ctx_(ctx), s_(s), half_(HalfTypeOf(*ctx)), bias_sums_(gpu::ChannelSumsScratchFloats(s.out)) {}
 
   void Forward(int n, const float* x, const float* w, const float* b, float* y) override {
-    MIRRORED_CUBLAS_CHECK(CublasLibrary::Get().Sgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N, s_.out, n, s_.in, &kOne, w, s_.out,
-                                      x, s_.in, &kZero, y, s_.out));
+    if (half_) {
+      dy16_.Reserve(size_t(n) * s_.out);  // for Backward, which must not allocate
+      gpu::ToHalf(ctx_->stream(), *half_, x, x16_.Reserve(size_t(n) * s_.in), size_t(n) * s_.in);
+      gpu::ToHalf(ctx_->stream(), *half_, w, w16_.Reserve(size_t(s_.in) * s_.out), size_t(s_.in) * s_.out);
+      Gemm(CUBLAS_OP_N, CUBLAS_OP_N, s_.out, n, s_.in, w16_.get(), s_.out, x16_.get(), s_.in, y, s_.out);
+    } else {
+      MIRRORED_CUBLAS_CHECK(CublasLibrary::Get().Sgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N, s_.out, n, s_.in,
+                                                       &kOne, w, s_.out, x, s_.in, &kZero, y, s_.out));
+    }
     gpu::BiasAct(ctx_->stream(), y, b, size_t(n), s_.out, 1, s_.relu);
   }
 
   void Backward(int n, const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) override {
-    if (dx != nullptr) {  // dX^T[in, n] = W[in, out] dY^T[out, n]
-      MIRRORED_CUBLAS_CHECK(CublasLibrary::Get().Sgemm(ctx_->cublas(), CUBLAS_OP_T, CUBLAS_OP_N, s_.in, n, s_.out, &kOne, w, s_.out,
-                                        dy, s_.out, &kZero, dx, s_.in));
+    if (half_) {
+      gpu::ToHalf(ctx_->stream(), *half_, dy, dy16_.get(), size_t(n) * s_.out);
+      // dX^T[in, n] = W[in, out] dY^T[out, n]; dW^T[out, in] = dY^T[out, n] X[n, in]
+      if (dx != nullptr) {
+        Gemm(CUBLAS_OP_T, CUBLAS_OP_N, s_.in, n, s_.out, w16_.get(), s_.out, dy16_.get(), s_.out, dx, s_.in);
+      }
+      Gemm(CUBLAS_OP_N, CUBLAS_OP_T, s_.out, s_.in, n, dy16_.get(), s_.out, x16_.get(), s_.in, dw, s_.out);
+    } else {
+      const CublasLibrary& cublas = CublasLibrary::Get();
+      if (dx != nullptr) {
+        MIRRORED_CUBLAS_CHECK(cublas.Sgemm(ctx_->cublas(), CUBLAS_OP_T, CUBLAS_OP_N, s_.in, n, s_.out, &kOne, w,
+                                           s_.out, dy, s_.out, &kZero, dx, s_.in));
+      }
+      MIRRORED_CUBLAS_CHECK(cublas.Sgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_T, s_.out, s_.in, n, &kOne, dy,
+                                         s_.out, x, s_.in, &kZero, dw, s_.out));
     }
-    // dW^T[out, in] = dY^T[out, n] X[n, in]
-    MIRRORED_CUBLAS_CHECK(CublasLibrary::Get().Sgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_T, s_.out, s_.in, n, &kOne, dy, s_.out,
-                                      x, s_.in, &kZero, dw, s_.out));
     gpu::ChannelSums(ctx_->stream(), size_t(n), s_.out, 1, dy, db, bias_sums_.get());  // fixed order
   }
 
  private:
+  // C[m, n] (FP32) = op(A) op(B) of 16-bit A and B, FP32 accumulation.
+  void Gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void* a, int lda, const void* b,
+            int ldb, float* c, int ldc) {
+    const cudaDataType_t t = CudaType(*half_);
+    MIRRORED_CUBLAS_CHECK(CublasLibrary::Get().GemmEx(ctx_->cublas(), ta, tb, m, n, k, &kOne, a, t, lda, b, t, ldb,
+                                                      &kZero, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+                                                      CUBLAS_GEMM_DEFAULT));
+  }
+
   GpuContext* ctx_;
   DenseSpec s_;
+  std::optional<gpu::HalfType> half_;
   Buffer bias_sums_;
+  HalfBuffer x16_, w16_, dy16_;
 };
 
 // ----------------------------------------------------------------- conv ----
+// FP32: NCHW activations, KCRS filters transposed from HWIO each step.
+// 16-bit: NHWC copies of the activations and KRSC copies of the filters,
+// made by transposing kernels that convert on the way; the output goes back
+// to NCHW FP32 with the bias and ReLU applied in the same pass. A layer
+// whose input channels are not a multiple of 8 (the first convolution of a
+// 1- or 3-channel image) stays FP32: tensor-core kernels want 8-channel
+// granules, and such a layer is small and memory-bound.
 class CudnnConv final : public ConvKernel {
  public:
   CudnnConv(GpuContext* ctx, const ConvSpec& s)
-      : ctx_(ctx), s_(s), w_kcrs_(size_t(s.kernel) * s.kernel * s.in_c * s.out_c),
-        dw_kcrs_(size_t(s.kernel) * s.kernel * s.in_c * s.out_c),
+      : ctx_(ctx), s_(s), half_(s.in_c % 8 == 0 ? HalfTypeOf(*ctx) : std::nullopt),
+        w_kcrs_(half_ ? 0 : size_t(s.kernel) * s.kernel * s.in_c * s.out_c),
+        dw_kcrs_(half_ ? 0 : size_t(s.kernel) * s.kernel * s.in_c * s.out_c),
         bias_sums_(s.bias ? gpu::ChannelSumsScratchFloats(s.out_c) : 0) {
+    const cudnnTensorFormat_t format = half_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     MIRRORED_CUDNN_CHECK(cudnnCreateFilterDescriptor(&filter_));
-    MIRRORED_CUDNN_CHECK(cudnnSetFilter4dDescriptor(filter_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.out_c, s.in_c,
-                                                    s.kernel, s.kernel));
+    MIRRORED_CUDNN_CHECK(cudnnSetFilter4dDescriptor(filter_, DataType(), format, s.out_c, s.in_c, s.kernel, s.kernel));
     MIRRORED_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv_));
     MIRRORED_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_, s.pad(), s.pad(), s.stride, s.stride, 1, 1,
                                                          CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    MIRRORED_CUDNN_CHECK(
-        cudnnSetConvolutionMathType(conv_, ctx->allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+    const cudnnMathType_t math = half_ ? CUDNN_TENSOR_OP_MATH : ctx->allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    MIRRORED_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_, math));
   }
   ~CudnnConv() override {
     cudnnDestroyConvolutionDescriptor(conv_);
@@ -101,29 +179,47 @@ class CudnnConv final : public ConvKernel {
 
   void Forward(int n, const float* x, const float* w, const float* b, float* y) override {
     Algos& a = Prepare(n);
-    gpu::HwioToOihw(ctx_->stream(), w, w_kcrs_.get(), s_.kernel, s_.in_c, s_.out_c);
-    MIRRORED_CUDNN_CHECK(cudnnConvolutionForward(ctx_->cudnn(), &kOne, x_.get(), x, filter_, w_kcrs_.get(), conv_,
-                                                 a.fwd, ctx_->Workspace(a.fwd_bytes), a.fwd_bytes, &kZero, y_.get(),
-                                                 y));
-    if (s_.bias) {
-      gpu::BiasAct(ctx_->stream(), y, b, size_t(n), s_.out_c, size_t(s_.out_h()) * s_.out_w(), s_.relu);
+    const void* in = x;
+    const void* filter = w_kcrs_.get();
+    void* out = y;
+    const int in_hw = s_.in_h * s_.in_w, out_hw = s_.out_h() * s_.out_w(), kkc = s_.kernel * s_.kernel * s_.in_c;
+    if (half_) {  // NCHW f32 -> NHWC 16-bit; HWIO [kkc][out] -> KRSC [out][kkc]
+      gpu::TransposeToHalf(ctx_->stream(), *half_, size_t(n), s_.in_c, in_hw, x, x16_.get());
+      in = x16_.get();
+      gpu::TransposeToHalf(ctx_->stream(), *half_, 1, kkc, s_.out_c, w, w16_.get());
+      filter = w16_.get();
+      out = y16_.get();
+    } else {
+      gpu::HwioToOihw(ctx_->stream(), w, w_kcrs_.get(), s_.kernel, s_.in_c, s_.out_c);
+    }
+    MIRRORED_CUDNN_CHECK(cudnnConvolutionForward(ctx_->cudnn(), &kOne, x_.get(), in, filter_, filter, conv_, a.fwd,
+                                                 ctx_->Workspace(a.fwd_bytes), a.fwd_bytes, &kZero, y_.get(), out));
+    if (half_) {  // NHWC 16-bit -> NCHW f32, bias and ReLU on the way
+      gpu::TransposeFromHalf(ctx_->stream(), *half_, size_t(n), out_hw, s_.out_c, y16_.get(), y,
+                             s_.bias ? b : nullptr, s_.relu);
+    } else if (s_.bias) {
+      gpu::BiasAct(ctx_->stream(), y, b, size_t(n), s_.out_c, size_t(out_hw), s_.relu);
     } else if (s_.relu) {
-      gpu::Relu(ctx_->stream(), y, y, size_t(n) * s_.out_h() * s_.out_w() * s_.out_c);
+      gpu::Relu(ctx_->stream(), y, y, size_t(n) * out_hw * s_.out_c);
     }
   }
 
   void Backward(int n, const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) override {
-    Algos& a = Prepare(n);
-    if (dx != nullptr) {
-      gpu::HwioToOihw(ctx_->stream(), w, w_kcrs_.get(), s_.kernel, s_.in_c, s_.out_c);
-      MIRRORED_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx_->cudnn(), &kOne, filter_, w_kcrs_.get(), y_.get(), dy,
-                                                        conv_, a.bwd_data, ctx_->Workspace(a.bwd_data_bytes),
-                                                        a.bwd_data_bytes, &kZero, x_.get(), dx));
+    if (half_) {
+      HalfBackward(n, dy, dx, dw);
+    } else {
+      Algos& a = Prepare(n);
+      if (dx != nullptr) {
+        gpu::HwioToOihw(ctx_->stream(), w, w_kcrs_.get(), s_.kernel, s_.in_c, s_.out_c);
+        MIRRORED_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx_->cudnn(), &kOne, filter_, w_kcrs_.get(), y_.get(),
+                                                          dy, conv_, a.bwd_data, ctx_->Workspace(a.bwd_data_bytes),
+                                                          a.bwd_data_bytes, &kZero, x_.get(), dx));
+      }
+      MIRRORED_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx_->cudnn(), &kOne, x_.get(), x, y_.get(), dy, conv_,
+                                                          a.bwd_filter, ctx_->Workspace(a.bwd_filter_bytes),
+                                                          a.bwd_filter_bytes, &kZero, filter_, dw_kcrs_.get()));
+      gpu::OihwToHwio(ctx_->stream(), dw_kcrs_.get(), dw, s_.kernel, s_.in_c, s_.out_c);
     }
-    MIRRORED_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx_->cudnn(), &kOne, x_.get(), x, y_.get(), dy, conv_,
-                                                        a.bwd_filter, ctx_->Workspace(a.bwd_filter_bytes),
-                                                        a.bwd_filter_bytes, &kZero, filter_, dw_kcrs_.get()));
-    gpu::OihwToHwio(ctx_->stream(), dw_kcrs_.get(), dw, s_.kernel, s_.in_c, s_.out_c);
     if (s_.bias) {
       gpu::ChannelSums(ctx_->stream(), size_t(n), s_.out_c, size_t(s_.out_h()) * s_.out_w(), dy, db,
                        bias_sums_.get());
@@ -138,13 +234,43 @@ class CudnnConv final : public ConvKernel {
     size_t fwd_bytes = 0, bwd_data_bytes = 0, bwd_filter_bytes = 0;
   };
 
+  cudnnDataType_t DataType() const { return half_ ? CudnnType(*half_) : CUDNN_DATA_FLOAT; }
+
+  // Forward's 16-bit input and filter copies are still there (a Backward
+  // follows the training Forward of the same batch): the filter gradient
+  // first, then the input gradient into the input copy's buffer.
+  void HalfBackward(int n, const float* dy, float* dx, float* dw) {
+    Algos& a = Prepare(n);
+    const int in_hw = s_.in_h * s_.in_w, out_hw = s_.out_h() * s_.out_w(), kkc = s_.kernel * s_.kernel * s_.in_c;
+    gpu::TransposeToHalf(ctx_->stream(), *half_, size_t(n), s_.out_c, out_hw, dy, y16_.get());
+    MIRRORED_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx_->cudnn(), &kOne, x_.get(), x16_.get(), y_.get(),
+                                                        y16_.get(), conv_, a.bwd_filter,
+                                                        ctx_->Workspace(a.bwd_filter_bytes), a.bwd_filter_bytes,
+                                                        &kZero, filter_, dw16_.get()));
+    gpu::TransposeFromHalf(ctx_->stream(), *half_, 1, s_.out_c, kkc, dw16_.get(), dw, nullptr, false);
+    if (dx == nullptr) return;
+    MIRRORED_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx_->cudnn(), &kOne, filter_, w16_.get(), y_.get(),
+                                                      y16_.get(), conv_, a.bwd_data,
+                                                      ctx_->Workspace(a.bwd_data_bytes), a.bwd_data_bytes, &kZero,
+                                                      x_.get(), x16_.get()));
+    gpu::TransposeFromHalf(ctx_->stream(), *half_, size_t(n), in_hw, s_.in_c, x16_.get(), dx, nullptr, false);
+  }
+
   // Sets the descriptors for batch n and picks algorithms by cuDNN's
-  // heuristics (once per n): the first one that is supported.
+  // heuristics (once per n): the first one that is supported. Grows every
+  // buffer Backward uses (see HalfBuffer).
   Algos& Prepare(int n) {
-    x_.Set(n, s_.in_c, s_.in_h, s_.in_w);
-    y_.Set(n, s_.out_c, s_.out_h(), s_.out_w());
+    const cudnnTensorFormat_t format = half_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    x_.Set(n, s_.in_c, s_.in_h, s_.in_w, format, DataType());
+    y_.Set(n, s_.out_c, s_.out_h(), s_.out_w(), format, DataType());
     auto it = algos_.find(n);
     if (it != algos_.end()) return it->second;
+    if (half_) {
+      x16_.Reserve(size_t(n) * s_.in_h * s_.in_w * s_.in_c);
+      y16_.Reserve(size_t(n) * s_.out_h() * s_.out_w() * s_.out_c);
+      w16_.Reserve(size_t(s_.kernel) * s_.kernel * s_.in_c * s_.out_c);
+      dw16_.Reserve(size_t(s_.kernel) * s_.kernel * s_.in_c * s_.out_c);
+    }
     Algos a{};
     cudnnHandle_t h = ctx_->cudnn();
     int got = 0;
@@ -171,7 +297,8 @@ class CudnnConv final : public ConvKernel {
     // What a GPU run picked, for MIRRORED_LOG_LEVEL=debug (the algorithm and
     // math type enums of cudnn_cnn.h / cudnn_graph.h).
     MIRRORED_LOG(DEBUG) << "cuDNN " << s_.kernel << "x" << s_.kernel << " conv " << s_.in_c << "->" << s_.out_c
-                        << " on " << s_.in_h << "x" << s_.in_w << ", batch " << n << ": forward algo " << f.algo
+                        << " on " << s_.in_h << "x" << s_.in_w << ", batch " << n << ", "
+                        << (half_ ? PrecisionName(ctx_->precision()) : "fp32") << ": forward algo " << f.algo
                         << " (math " << f.mathType << ", " << a.fwd_bytes << " B), backward data algo " << d.algo
                         << " (math " << d.mathType << ", " << a.bwd_data_bytes << " B), backward filter algo "
                         << w.algo << " (math " << w.mathType << ", " << a.bwd_filter_bytes << " B)";
@@ -190,15 +317,18 @@ class CudnnConv final : public ConvKernel {
                     std::to_string(s_.kernel) + "x" + std::to_string(s_.kernel) + " stride " +
                     std::to_string(s_.stride) + " convolution " + std::to_string(s_.in_c) + " -> " +
                     std::to_string(s_.out_c) + " channels on " + std::to_string(s_.in_h) + "x" +
-                    std::to_string(s_.in_w) + " (NCHW float32)");
+                    std::to_string(s_.in_w) + (half_ ? std::string(" (NHWC ") + PrecisionName(ctx_->precision()) + ")"
+                                                     : std::string(" (NCHW float32)")));
   }
 
   GpuContext* ctx_;
   ConvSpec s_;
+  std::optional<gpu::HalfType> half_;
   cudnnFilterDescriptor_t filter_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
   TensorDesc x_, y_;
   Buffer w_kcrs_, dw_kcrs_, bias_sums_;
+  HalfBuffer x16_, y16_, w16_, dw16_;
   std::map<int, Algos> algos_;
 };
 
@@ -276,17 +406,19 @@ class GpuBatchNorm final : public BatchNormKernel {
 
 }  // namespace
 
-GpuContext::GpuContext(int ordinal, bool allow_tf32) : ordinal_(ordinal), allow_tf32_(allow_tf32) {
+GpuContext::GpuContext(int ordinal, Precision precision) : ordinal_(ordinal), precision_(precision) {
   try {
     MIRRORED_CUDA_CHECK(cudaSetDevice(ordinal));
     MIRRORED_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     const CublasLibrary& cublas = CublasLibrary::Get();  // throws when cuBLAS cannot be loaded
     MIRRORED_CUBLAS_CHECK(cublas.Create(&cublas_));
     MIRRORED_CUBLAS_CHECK(cublas.SetStream(cublas_, stream_));
-    // FP32 SGEMM without TF32 unless allowed: cuBLAS's default math, as
-    // PyTorch sets it with allow_tf32 off (pedantic math would forbid some
-    // faster FP32 kernels too).
-    MIRRORED_CUBLAS_CHECK(cublas.SetMathMode(cublas_, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    // FP32 SGEMM without TF32 unless --precision tf32: cuBLAS's default
+    // math, as PyTorch sets it with allow_tf32 off (pedantic math would
+    // forbid some faster FP32 kernels too). 16-bit GemmEx calls use tensor
+    // cores under the default math.
+    MIRRORED_CUBLAS_CHECK(
+        cublas.SetMathMode(cublas_, allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     MIRRORED_CUDNN_CHECK(cudnnCreate(&cudnn_));
     MIRRORED_CUDNN_CHECK(cudnnSetStream(cudnn_, stream_));
   } catch (...) {

@@ -1,10 +1,14 @@
 // cuDNN / cuBLAS implementations of the per-layer kernels of backend.h:
 // dense (cuBLAS SGEMM + bias/ReLU kernel), convolution (cuDNN on NCHW with
 // KCRS filters transposed from our HWIO each step), max pooling (cuDNN) and
-// batch normalisation (our NCHW kernels, gpu_batch_norm.h). FP32 math (no TF32) unless the
-// context allows it. Only built with MIRRORED_WITH_CUDA.
+// batch normalisation (our NCHW kernels, gpu_batch_norm.h). The context's
+// precision (precision.h) picks the products' arithmetic: FP32 (no TF32),
+// TF32 math mode, or bf16 / fp16 tensor-core products of 16-bit copies of
+// the operands (converted by the kernels, gpu_half_kernels.h) accumulated
+// and returned in FP32; pooling and batch norm are FP32 in every mode.
+// Only built with MIRRORED_WITH_CUDA.
 //
-//   GpuContext ctx(/*ordinal=*/0, /*allow_tf32=*/false);
+//   GpuContext ctx(/*ordinal=*/0, Precision::kFp32);
 //   std::unique_ptr<ConvKernel> k = MakeCudnnConv(&ctx, spec);
 //   k->Forward(n, x, w, b, y);   // asynchronous on ctx.stream
 #pragma once
@@ -16,6 +20,7 @@
 #include <memory>
 
 #include "worker/model/backend.h"
+#include "worker/model/precision.h"
 
 namespace mirrored::model {
 
@@ -23,13 +28,14 @@ namespace mirrored::model {
 // workspace shared by its kernels (they run in order on one stream).
 class GpuContext {
  public:
-  GpuContext(int ordinal, bool allow_tf32);
+  GpuContext(int ordinal, Precision precision);
   ~GpuContext();
   GpuContext(const GpuContext&) = delete;
   GpuContext& operator=(const GpuContext&) = delete;
 
   int ordinal() const { return ordinal_; }
-  bool allow_tf32() const { return allow_tf32_; }
+  Precision precision() const { return precision_; }
+  bool allow_tf32() const { return precision_ == Precision::kTf32; }
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t cublas() const { return cublas_; }
   cudnnHandle_t cudnn() const { return cudnn_; }
@@ -40,7 +46,7 @@ class GpuContext {
   void Release();
 
   int ordinal_;
-  bool allow_tf32_;
+  Precision precision_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;

@@ -101,6 +101,15 @@ __global__ void SgdK(size_t n, float* p, const float* g, float* vel, float lr, f
     p[i] += v;
   }
 }
+__global__ void UnscaleCheckK(float* g, size_t n, float factor, int* nonfinite) {
+  bool bad = false;
+  MIRRORED_GRID_LOOP(i, n) {
+    const float v = g[i];
+    bad |= !isfinite(v);
+    g[i] = v * factor;
+  }
+  if (__syncthreads_or(bad) && threadIdx.x == 0) *nonfinite = 1;
+}
 // HWIO index (r, s, ci, co) <-> OIHW index (co, ci, r, s); kk = k * k.
 __global__ void HwioToOihwK(const float* src, float* dst, int kk, int in, int out) {
   MIRRORED_GRID_LOOP(i, size_t(kk) * in * out) {
@@ -169,6 +178,10 @@ void Adam(cudaStream_t s, size_t n, float* p, const float* g, float* m, float* v
 }
 void SgdMomentum(cudaStream_t s, size_t n, float* p, const float* g, float* vel, float lr, float momentum) {
   MIRRORED_CUDA_LAUNCH_CHECK((SgdK<<<Blocks(n), kThreads, 0, s>>>(n, p, g, vel, lr, momentum)));
+}
+void UnscaleCheckFinite(cudaStream_t s, float* g, size_t n, float factor, int* nonfinite) {
+  if (n == 0) return;
+  MIRRORED_CUDA_LAUNCH_CHECK((UnscaleCheckK<<<Blocks(n), kThreads, 0, s>>>(g, n, factor, nonfinite)));
 }
 void HwioToOihw(cudaStream_t s, const float* src, float* dst, int k, int in, int out) {
   MIRRORED_CUDA_LAUNCH_CHECK(

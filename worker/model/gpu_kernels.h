@@ -32,6 +32,9 @@ void SoftmaxCrossEntropyBackward(cudaStream_t s, int n, int classes, const float
 void Adam(cudaStream_t s, size_t n, float* p, const float* g, float* m, float* v, float lr_t, float beta1,
           float beta2, float epsilon);
 void SgdMomentum(cudaStream_t s, size_t n, float* p, const float* g, float* vel, float lr, float momentum);
+// g[i] *= factor; *nonfinite becomes 1 if any g[i] was an infinity or NaN
+// (the caller zeroes it first).
+void UnscaleCheckFinite(cudaStream_t s, float* g, size_t n, float factor, int* nonfinite);
 // y[n, hw, c] = x[n, c, hw] (NCHW -> NHWC), and the reverse.
 void ChannelsFirstToLast(cudaStream_t s, int n, int hw, int c, const float* x, float* y);
 void ChannelsLastToFirst(cudaStream_t s, int n, int hw, int c, const float* x, float* y);

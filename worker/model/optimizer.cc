@@ -45,6 +45,14 @@ void Optimizer::Apply() {
   }
 }
 
+bool Optimizer::ApplyLossScaled(DynamicLossScale& loss_scale) {
+  const bool finite =
+      backend_->UnscaleAndCheckFinite(store_->grads_data(), store_->params_size(), 1.f / loss_scale.scale());
+  if (!loss_scale.Update(finite)) return false;
+  Apply();
+  return true;
+}
+
 std::vector<float> Optimizer::DownloadSlot(size_t i) const {
   std::vector<float> h(store_->params_size());
   backend_->Download(slots_[i], h.data(), h.size());

@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "worker/model/backend.h"
+#include "worker/model/loss_scale.h"
 #include "worker/model/parameter_store.h"
 
 namespace mirrored::model {
@@ -31,6 +32,12 @@ class Optimizer {
   void Bind(ParameterStore* store, Backend* backend);
   // One update of every parameter from its gradient.
   void Apply();
+  // The same for gradients of a loss multiplied by loss_scale.scale(): they
+  // are divided by it, then applied unless one was not finite, in which
+  // case the step is skipped (iterations unchanged) and the scale lowered.
+  // Returns whether the update was applied. Replicas holding the same
+  // all-reduced gradients all decide alike.
+  bool ApplyLossScaled(DynamicLossScale& loss_scale);
 
   const std::string& name() const { return name_; }
   float learning_rate() const { return lr_; }

@@ -35,16 +35,28 @@ Status ChiefLog::Open(const std::string& run_dir) {
 }
 
 Status ChiefLog::Train(int64_t step, int64_t total, int64_t epoch, double loss, double acc, double sps,
-                       double step_ms, double lr) {
+                       double step_ms, double lr, std::optional<LossScaleFigures> loss_scale) {
   std::ostringstream line;
   line << std::fixed << "step " << step << "/" << total << " epoch " << epoch + 1 << " loss "
        << std::setprecision(4) << loss << " accuracy " << acc << " samples/s " << std::setprecision(0) << sps;
+  if (loss_scale) {
+    line << " loss_scale " << std::setprecision(0) << loss_scale->scale;
+    if (loss_scale->skipped_steps > 0) {
+      line << " (" << loss_scale->skipped_steps << " step" << (loss_scale->skipped_steps == 1 ? "" : "s")
+           << " skipped)";
+    }
+  }
   Print(line.str());
   if (metrics_) {
-    MIRRORED_RETURN_IF_ERROR(metrics_->Append({{"kind", "train"}, {"step", step}, {"epoch", epoch + 1},
-                                               {"loss", FloatPrecision(loss)}, {"accuracy", FloatPrecision(acc)},
-                                               {"samples_per_sec", sps},
-                                               {"step_time_ms", step_ms}, {"learning_rate", FloatPrecision(lr)}}));
+    nlohmann::json record = {{"kind", "train"}, {"step", step}, {"epoch", epoch + 1},
+                             {"loss", FloatPrecision(loss)}, {"accuracy", FloatPrecision(acc)},
+                             {"samples_per_sec", sps}, {"step_time_ms", step_ms},
+                             {"learning_rate", FloatPrecision(lr)}};
+    if (loss_scale) {
+      record["loss_scale"] = loss_scale->scale;
+      record["skipped_steps"] = loss_scale->skipped_steps;
+    }
+    MIRRORED_RETURN_IF_ERROR(metrics_->Append(record));
   }
   if (!events_dir_.empty()) {
     MIRRORED_RETURN_IF_ERROR(OpenEvents());
@@ -53,6 +65,9 @@ Status ChiefLog::Train(int64_t step, int64_t total, int64_t epoch, double loss, 
     MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("samples_per_sec", step, static_cast<float>(sps)));
     MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("step_time_ms", step, static_cast<float>(step_ms)));
     MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("learning_rate", step, static_cast<float>(lr)));
+    if (loss_scale) {
+      MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("loss_scale", step, static_cast<float>(loss_scale->scale)));
+    }
     MIRRORED_RETURN_IF_ERROR(events_->Flush());
   }
   return OkStatus();

@@ -22,6 +22,13 @@
 
 namespace mirrored {
 
+// fp16's dynamic loss scale at a progress line, and the steps skipped for
+// non-finite gradients since the process started.
+struct LossScaleFigures {
+  double scale = 0;
+  int64_t skipped_steps = 0;
+};
+
 class ChiefLog {
  public:
   // Opens `run_dir`/metrics.jsonl and makes logs/train ("" : lines only).
@@ -31,9 +38,11 @@ class ChiefLog {
   Status Open(const std::string& run_dir);
   // A progress line: "step 100/1000 epoch 1 loss 0.5123 accuracy 0.8123
   // samples/s 12345", with the same scalars in metrics.jsonl and the events.
-  // `epoch` counts from 0 (printed from 1).
+  // `epoch` counts from 0 (printed from 1). With `loss_scale` (fp16), the
+  // line ends "loss_scale 32768 (1 step skipped)", and metrics.jsonl and
+  // the events get loss_scale and skipped_steps too.
   Status Train(int64_t step, int64_t total, int64_t epoch, double loss, double acc, double sps, double step_ms,
-               double lr);
+               double lr, std::optional<LossScaleFigures> loss_scale = std::nullopt);
   // Training starts after `step` (the checkpoint `checkpoint_dir` resumed
   // from, or 0 and "" without one): what an earlier run logged after it is
   // trained again, so TensorBoard drops those events and metrics.jsonl

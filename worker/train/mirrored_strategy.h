@@ -75,9 +75,12 @@ class ReplicaContext {
   bool on_gpu() const { return gpu_ >= 0; }
 
   // A model backend on this replica's device: the CPU backend, or the GPU
-  // backend on gpu(). Unavailable when the GPU cannot be set up.
-  StatusOr<std::unique_ptr<model::Backend>> MakeBackend() const {
-    if (on_gpu()) return model::MakeGpuBackend(gpu_);
+  // backend on gpu() computing in `precision`. Unavailable when the GPU
+  // cannot be set up; InvalidArgument for a precision the CPU lacks.
+  StatusOr<std::unique_ptr<model::Backend>> MakeBackend(
+      model::Precision precision = model::Precision::kFp32) const {
+    if (on_gpu()) return model::MakeGpuBackend(gpu_, precision);
+    MIRRORED_RETURN_IF_ERROR(model::CheckCpuPrecision(precision));
     return model::MakeCpuBackend();
   }
 

@@ -17,6 +17,10 @@ int64_t GetInt(const std::vector<float>& v, size_t i) {
   return (static_cast<int64_t>(v[i]) << 24) + static_cast<int64_t>(v[i + 1]);
 }
 
+// 1 (resuming), step, epoch, step in epoch, iterations (two floats each),
+// validate first, loss scale, its good steps (two).
+constexpr size_t kHeaderFloats = 13;
+
 }  // namespace
 
 Status BroadcastStart(const std::optional<LoadedCheckpoint>& resume, bool validate_first, uint64_t global_batch,
@@ -41,8 +45,10 @@ Status BroadcastStart(const std::optional<LoadedCheckpoint>& resume, bool valida
     PutInt(header, step_in_epoch);
     PutInt(header, optimizer.iterations());
     header.push_back(validate_first ? 1.0f : 0.0f);
+    header.push_back(static_cast<float>(st.loss_scale));  // a float: exact for the powers of two it holds
+    PutInt(header, st.loss_scale_good_steps);
   } else {
-    header.assign(10, 0.0f);
+    header.assign(kHeaderFloats, 0.0f);
   }
   MIRRORED_RETURN_IF_ERROR(comm.BroadcastHost(header.data(), header.size(), 0));
   // Identical starting point everywhere: rank 0's weights, statistics and
@@ -59,6 +65,8 @@ Status BroadcastStart(const std::optional<LoadedCheckpoint>& resume, bool valida
     start->position = {static_cast<uint64_t>(GetInt(header, 3)), static_cast<uint64_t>(GetInt(header, 5))};
     start->iterations = GetInt(header, 7);
     start->validate_first = header[9] == 1.0f;
+    start->loss_scale = header[10];
+    start->loss_scale_good_steps = GetInt(header, 11);
     optimizer.set_iterations(start->iterations);
   }
   return OkStatus();

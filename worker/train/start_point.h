@@ -30,6 +30,10 @@ struct StartPoint {
   // validation never made it to metrics.jsonl (the job died in between):
   // run it before training on.
   bool validate_first = false;
+  // The checkpoint's fp16 loss scale and its finite-step count (0: none
+  // recorded; a fresh start or a run in another precision).
+  float loss_scale = 0;
+  int64_t loss_scale_good_steps = 0;
 };
 
 // A collective: every replica calls it before its first step. On global

@@ -19,8 +19,10 @@
 #include "worker/data/batch_sampler.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/model/cpu_backend.h"
+#include "worker/model/loss_scale.h"
 #include "worker/model/model.h"
 #include "worker/model/optimizer.h"
+#include "worker/model/precision.h"
 #include "worker/train/chief_log.h"
 #include "worker/train/cuda_event_fence.h"
 #include "worker/train/diverged_error.h"
@@ -38,6 +40,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+std::optional<LossScaleFigures> LossScaleFiguresOf(const std::optional<model::DynamicLossScale>& loss_scale) {
+  if (!loss_scale) return std::nullopt;
+  return LossScaleFigures{loss_scale->scale(), loss_scale->skipped_steps()};
+}
+
 }  // namespace
 
 StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy) {
@@ -50,6 +57,9 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
   // A task started with another model, batch or schedule would send
   // collectives of other sizes at other steps: refuse before the first one.
   MIRRORED_RETURN_IF_ERROR(strategy.CheckTasksAgree(TrainingSettings(options, data.train().size(), data.test().size())));
+  // Every task has the same device kind and precision: all refuse alike.
+  MIRRORED_ASSIGN_OR_RETURN(const model::Precision precision, model::ParsePrecision(options.precision));
+  if (!strategy.on_gpu()) MIRRORED_RETURN_IF_ERROR(model::CheckCpuPrecision(precision));
   const int world = strategy.num_replicas_in_sync();
   const uint64_t global_batch = static_cast<uint64_t>(options.batch_per_replica) * static_cast<uint64_t>(world);
   data::BatchSampler sampler(data.train().size(), global_batch, options.seed, /*drop_remainder=*/true);
@@ -137,7 +147,7 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
                                                                           .start_step = start_step});
     }
     MIRRORED_LOG(INFO) << "training " << options.model << " on " << strategy.Describe() << "; global batch "
-                       << global_batch << ", " << steps_per_epoch << " step" << (steps_per_epoch == 1 ? "" : "s")
+                       << global_batch << ", " << model::PrecisionName(precision) << ", " << steps_per_epoch << " step" << (steps_per_epoch == 1 ? "" : "s")
                        << " per epoch, " << total_steps << " step" << (total_steps == 1 ? "" : "s") << " in all";
     if (options.max_steps > total_steps) {
       MIRRORED_LOG(WARNING) << "--max-steps " << options.max_steps << " is beyond --epochs " << options.epochs << " ("
@@ -175,7 +185,7 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
   auto train_replica = [&](ReplicaContext& replica) -> Status {
     std::unique_ptr<model::Backend> backend;
     if (replica.on_gpu()) {
-      MIRRORED_ASSIGN_OR_RETURN(backend, replica.MakeBackend());
+      MIRRORED_ASSIGN_OR_RETURN(backend, replica.MakeBackend(precision));
     } else {
       model::SetCpuThreadsForThisThread(threads_per_replica);
       backend = model::MakeCpuBackend();
@@ -189,6 +199,14 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
     StartPoint start;
     MIRRORED_RETURN_IF_ERROR(
         BroadcastStart(resume, validate_first, global_batch, *model, *optimizer, replica, &start));
+
+    // fp16: the loss is scaled up for the backward pass and the gradients
+    // down before the update (a checkpoint's scale carries on).
+    std::optional<model::DynamicLossScale> loss_scale;
+    if (model::NeedsLossScaling(precision)) {
+      loss_scale.emplace(static_cast<float>(options.initial_loss_scale));
+      if (start.loss_scale > 0) loss_scale->Restore(start.loss_scale, start.loss_scale_good_steps);
+    }
 
     std::vector<BucketSpan> spans;
     for (const auto& t : store.trainable()) spans.push_back({t.offset, t.size});
@@ -266,10 +284,16 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
       for (float l : model->losses()) loss_sum += l;
       correct += static_cast<double>(model->CorrectCount());
       count += n;
+      const float example_weight = (loss_scale ? loss_scale->scale() : 1.0f) / static_cast<float>(global_batch);
+      if (weights.front() != example_weight) std::fill(weights.begin(), weights.end(), example_weight);
       bucketer.BeginStep();
       model->Backward(weights.data(), [&](int i) { bucketer.Ready(i); });
       MIRRORED_RETURN_IF_ERROR(bucketer.Finish());
-      optimizer->Apply();
+      if (loss_scale) {
+        optimizer->ApplyLossScaled(*loss_scale);  // every replica skips the same steps
+      } else {
+        optimizer->Apply();
+      }
       ++window_steps;
       ++step;
       position = batch.next;
@@ -321,7 +345,8 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
         if (replica.is_chief() && window_count > 0) {
           MIRRORED_RETURN_IF_ERROR(WhileRunning(log.Train(step, total_steps, epoch, window_loss / window_count,
                                                           window_correct / window_count, window_count / secs,
-                                                          secs * 1000 / window_steps, optimizer->learning_rate())));
+                                                          secs * 1000 / window_steps, optimizer->learning_rate(),
+                                                          LossScaleFiguresOf(loss_scale))));
         }
         // A checkpoint written in the background that failed (a full disk)
         // stops the job here, not at the next checkpoint's step, which may
@@ -355,6 +380,11 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
         st.global_batch_size = static_cast<int64_t>(global_batch);
         st.model = options.model;
         st.optimizer = options.optimizer;
+        st.precision = options.precision;
+        if (loss_scale) {
+          st.loss_scale = loss_scale->scale();
+          st.loss_scale_good_steps = loss_scale->good_steps();
+        }
         st.final = last;
         st.mirrored_version = kVersion;
         st.wall_time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();

@@ -14,6 +14,7 @@ std::vector<std::pair<std::string, std::string>> TrainingSettings(const WorkerOp
   return {{"--model", o.model},
           {"--batch-per-replica", std::to_string(o.batch_per_replica)},
           {"--optimizer", o.optimizer},
+          {"--precision", o.precision},
           {"--lr", lr},
           {"--seed", std::to_string(o.seed)},
           {"--epochs", std::to_string(o.epochs)},
