@@ -27,6 +27,11 @@ void LocalCommand::Register(CLI::App& app) {
       subcommand_->add_option("--cpu-replicas", cpu_replicas_, "CPU replicas per worker without a GPU")
           ->transform(DecimalInteger<int>());
   subcommand_->add_flag("--evaluator", evaluator_, "Also run an evaluator task");
+  evaluator_gpus_option_ =
+      subcommand_->add_option("--evaluator-gpus", evaluator_gpus_,
+                              "GPUs for the --evaluator, the next after the workers' (default 0: it evaluates "
+                              "on the CPU; without --gpus-per-worker the workers split the rest)")
+          ->transform(DecimalInteger<int>());
   subcommand_->add_option("--run-dir", run_dir_, "Run directory (default: runs/<date-time>)");
   subcommand_->add_option("--max-restarts", max_restarts_, "Whole-job restarts after a failure")
       ->capture_default_str()
@@ -63,6 +68,7 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
   if (gpus_per_worker_option_->count() > 0) options.gpus_per_worker = gpus_per_worker_;  // < 0: refused
   if (cpu_replicas_option_->count() > 0) options.cpu_replicas = cpu_replicas_;
   options.evaluator = evaluator_;
+  if (evaluator_gpus_option_->count() > 0) options.evaluator_gpus = evaluator_gpus_;  // refused without --evaluator
   std::string made_run_dir;  // a new default one, removed again if nothing starts
   if (!run_dir_.empty()) {
     options.run_dir = run_dir_;

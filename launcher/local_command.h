@@ -31,6 +31,8 @@ class LocalCommand {
   int cpu_replicas_ = 0;      // unless given: the worker's default
   CLI::Option* cpu_replicas_option_ = nullptr;
   bool evaluator_ = false;
+  int evaluator_gpus_ = 0;    // only with --evaluator; unless given: none
+  CLI::Option* evaluator_gpus_option_ = nullptr;
   std::string run_dir_;
   int max_restarts_ = 0;
   double grace_period_sec_ = 10;

@@ -42,6 +42,63 @@ std::string Join(const std::vector<std::string>& parts, const char* sep) {
   return out;
 }
 
+std::string GpuCount(int64_t n) { return std::to_string(n) + (n == 1 ? " GPU" : " GPUs"); }
+
+// How many of the visible GPUs each worker gets, and the evaluator after
+// them (the plan hands them out in that order).
+struct GpuSplit {
+  int per_worker = 0;
+  int evaluator = 0;
+};
+
+// --evaluator-gpus: a count of the evaluator's own, given only with
+// --evaluator (0 when not given).
+StatusOr<int> EvaluatorGpus(const LocalJobOptions& options) {
+  if (!options.evaluator_gpus) return 0;
+  const std::string flag = "--evaluator-gpus " + std::to_string(*options.evaluator_gpus);
+  if (*options.evaluator_gpus < 0) return InvalidArgumentError(flag + " must not be negative");
+  if (!options.evaluator) {
+    return InvalidArgumentError(flag + " needs --evaluator: without it no evaluator runs to use them");
+  }
+  return *options.evaluator_gpus;
+}
+
+StatusOr<GpuSplit> SplitGpus(const LocalJobOptions& options) {
+  const int visible = static_cast<int>(options.visible_gpus.size());
+  GpuSplit split;
+  MIRRORED_ASSIGN_OR_RETURN(split.evaluator, EvaluatorGpus(options));
+  if (!options.gpus_per_worker) {
+    // The evaluator's GPUs are set aside first: the workers split the rest.
+    if (split.evaluator > visible) {
+      return InvalidArgumentError("--evaluator-gpus " + std::to_string(split.evaluator) + " needs " +
+                                  GpuCount(split.evaluator) + ", " + std::to_string(visible) +
+                                  " visible (without --gpus-per-worker the workers split what it leaves)");
+    }
+    split.per_worker = (visible - split.evaluator) / options.workers;  // leftover GPUs stay idle
+    return split;
+  }
+  split.per_worker = *options.gpus_per_worker;
+  if (split.per_worker < 0) {
+    return InvalidArgumentError("--gpus-per-worker " + std::to_string(split.per_worker) + " must not be negative");
+  }
+  // In 64 bits: --gpus-per-worker 2147483647 x 2 overflowed int and passed.
+  const int64_t workers_take = int64_t{split.per_worker} * options.workers;
+  const std::string workers_flags =
+      "--gpus-per-worker " + std::to_string(split.per_worker) + " x --workers " + std::to_string(options.workers);
+  if (workers_take > visible) {
+    return InvalidArgumentError(workers_flags + " needs " + GpuCount(workers_take) + ", " + std::to_string(visible) +
+                                " visible");
+  }
+  if (workers_take + split.evaluator > visible) {
+    return InvalidArgumentError("--evaluator-gpus " + std::to_string(split.evaluator) + " needs " +
+                                GpuCount(split.evaluator) + " besides the " + std::to_string(workers_take) +
+                                " the workers take (" + workers_flags + "): " +
+                                std::to_string(workers_take + split.evaluator) + " in all, " +
+                                std::to_string(visible) + " visible");
+  }
+  return split;
+}
+
 }  // namespace
 
 std::vector<std::string> CurrentEnvironment() {
@@ -127,24 +184,7 @@ StatusOr<LocalJobPlan> PlanLocalJob(const LocalJobOptions& options) {
   }
   MIRRORED_RETURN_IF_ERROR(CheckWorkerBinary(options.worker_binary));
 
-  const int visible = static_cast<int>(options.visible_gpus.size());
-  int per_worker = 0;
-  if (options.gpus_per_worker) {
-    per_worker = *options.gpus_per_worker;
-    if (per_worker < 0) {
-      return InvalidArgumentError("--gpus-per-worker " + std::to_string(per_worker) +
-                                  " must not be negative");
-    }
-    // In 64 bits: --gpus-per-worker 2147483647 x 2 overflowed int and passed.
-    const int64_t needed = int64_t{per_worker} * options.workers;
-    if (needed > visible) {
-      return InvalidArgumentError("--gpus-per-worker " + std::to_string(per_worker) + " x --workers " +
-                                  std::to_string(options.workers) + " needs " + std::to_string(needed) +
-                                  (needed == 1 ? " GPU, " : " GPUs, ") + std::to_string(visible) + " visible");
-    }
-  } else {
-    per_worker = visible / options.workers;  // leftover GPUs stay idle
-  }
+  MIRRORED_ASSIGN_OR_RETURN(const GpuSplit split, SplitGpus(options));
 
   LocalJobPlan plan;
   plan.options_ = options;
@@ -153,10 +193,12 @@ StatusOr<LocalJobPlan> PlanLocalJob(const LocalJobOptions& options) {
     MIRRORED_ASSIGN_OR_RETURN(PortReservation port, PortReservation::Reserve());
     plan.addresses_.push_back(port.address());
     plan.ports_.push_back(std::move(port));
-    std::vector<std::string> gpus(options.visible_gpus.begin() + i * per_worker,
-                                  options.visible_gpus.begin() + (i + 1) * per_worker);
+    std::vector<std::string> gpus(options.visible_gpus.begin() + i * split.per_worker,
+                                  options.visible_gpus.begin() + (i + 1) * split.per_worker);
     plan.gpus_.push_back(std::move(gpus));
   }
+  const auto evaluator_first = options.visible_gpus.begin() + options.workers * split.per_worker;
+  plan.evaluator_gpus_.assign(evaluator_first, evaluator_first + split.evaluator);
   return plan;
 }
 
@@ -201,8 +243,9 @@ std::vector<TaskLaunch> LocalJobPlan::Tasks(int generation,
   for (int i = 0; i < workers(); ++i) tasks.push_back(make("worker", i, &gpus_[i]));
   if (options_.evaluator) {
     // The evaluator is not part of the training cluster (TF's rule); it gets
-    // the GPUs of no worker, so it evaluates on the CPU unless GPUs are left.
-    tasks.push_back(make("evaluator", 0, nullptr));
+    // the GPUs of no worker: its own (--evaluator-gpus), else none, so that
+    // it evaluates on the CPU.
+    tasks.push_back(make("evaluator", 0, &evaluator_gpus_));
   }
   return tasks;
 }

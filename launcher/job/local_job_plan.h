@@ -23,6 +23,9 @@ struct LocalJobOptions {
   std::optional<int> gpus_per_worker;   // default: the visible GPUs split evenly
   std::optional<int> cpu_replicas;      // passed on as --cpu-replicas to GPU-less workers
   bool evaluator = false;
+  // --evaluator-gpus: GPUs of the evaluator's own, the next ones after the
+  // workers' (default none: it never takes a training GPU by surprise).
+  std::optional<int> evaluator_gpus;
   std::string run_dir;                  // required
   std::string worker_binary;            // required: path of mirrored-worker
   std::vector<std::string> worker_args; // after `--`
@@ -50,11 +53,17 @@ class LocalJobPlan {
   std::vector<PortReservation> ports_;          // held for the job's lifetime
   std::vector<std::string> addresses_;          // worker i's TF_CONFIG address
   std::vector<std::vector<std::string>> gpus_;  // worker i's devices (may be empty)
+  std::vector<std::string> evaluator_gpus_;     // the evaluator's (empty: it evaluates on the CPU)
   std::string job_token_;
 };
 
+// The visible GPUs go to the workers first, in order, then the next
+// --evaluator-gpus to the evaluator; without --gpus-per-worker the workers
+// split evenly what the evaluator leaves. Leftovers stay idle.
 // Errors: InvalidArgument naming the flag (`--workers 0 must be at least 1`,
-// `--gpus-per-worker 2 × --workers 2 needs 4 GPUs, 1 visible`), NotFound /
+// `--gpus-per-worker 2 × --workers 2 needs 4 GPUs, 1 visible`,
+// `--evaluator-gpus 1 needs --evaluator`, `--evaluator-gpus 1 needs 1 GPU
+// besides the 2 the workers take ...`), NotFound /
 // PermissionDenied for a worker binary that is missing or not executable,
 // Unavailable when no loopback port can be reserved.
 StatusOr<LocalJobPlan> PlanLocalJob(const LocalJobOptions& options);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -150,6 +151,121 @@ TEST(LocalJobPlanTest, InvalidOptionsNameTheFlag) {
   o.worker_binary = "/tmp";  // said "is not executable"
   EXPECT_EQ(PlanLocalJob(o).status().message(),
             "worker binary /tmp is a directory, not a program (pass --worker-binary PATH/mirrored-worker)");
+}
+
+// --evaluator-gpus not given (or 0): the evaluator gets no GPU, on a machine
+// with GPUs too; the workers split all of them.
+TEST(LocalJobPlanTest, EvaluatorGetsNoGpuUnlessAsked) {
+  for (const std::optional<int> asked : {std::optional<int>(), std::optional<int>(0)}) {
+    LocalJobOptions o = Options();
+    o.workers = 1;
+    o.evaluator = true;
+    o.evaluator_gpus = asked;
+    o.visible_gpus = {"0", "1"};
+    auto plan = PlanLocalJob(o);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    auto tasks = plan->Tasks(0, {"CUDA_VISIBLE_DEVICES=0,1"});
+    ASSERT_EQ(tasks.size(), 2u);
+    EXPECT_EQ(EnvValue(tasks[0], "CUDA_VISIBLE_DEVICES"), "0,1");
+    EXPECT_EQ(EnvValue(tasks[1], "CUDA_VISIBLE_DEVICES"), "");
+  }
+}
+
+// The workers take theirs first, in order; the evaluator the next N.
+TEST(LocalJobPlanTest, EvaluatorGpusAreTheNextAfterTheWorkers) {
+  LocalJobOptions o = Options();
+  o.workers = 1;
+  o.gpus_per_worker = 1;
+  o.evaluator = true;
+  o.evaluator_gpus = 1;
+  o.cpu_replicas = 2;
+  o.visible_gpus = {"0", "1"};
+  auto plan = PlanLocalJob(o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto tasks = plan->Tasks(0, {});
+  ASSERT_EQ(tasks.size(), 2u);
+  EXPECT_EQ(EnvValue(tasks[0], "CUDA_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(tasks[1].name, "evaluator:0");
+  EXPECT_EQ(EnvValue(tasks[1], "CUDA_VISIBLE_DEVICES"), "1");
+  // With a GPU, as a worker with one: no --cpu-replicas.
+  EXPECT_EQ(std::find(tasks[1].argv.begin(), tasks[1].argv.end(), "--cpu-replicas"), tasks[1].argv.end());
+  // CPU-only workers (--gpus-per-worker 0) beside an evaluator on a GPU.
+  o.gpus_per_worker = 0;
+  plan = PlanLocalJob(o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  tasks = plan->Tasks(0, {});
+  EXPECT_EQ(EnvValue(tasks[0], "CUDA_VISIBLE_DEVICES"), "");
+  EXPECT_EQ(EnvValue(tasks[1], "CUDA_VISIBLE_DEVICES"), "0");
+}
+
+// Without --gpus-per-worker the workers split evenly what the evaluator
+// leaves them; leftovers (between the workers' and the evaluator's) idle.
+TEST(LocalJobPlanTest, AutomaticSplitLeavesTheEvaluatorGpusOut) {
+  auto devices = [](int visible, int workers, int evaluator_gpus) {
+    LocalJobOptions o = Options();
+    o.workers = workers;
+    o.evaluator = true;
+    o.evaluator_gpus = evaluator_gpus;
+    for (int i = 0; i < visible; ++i) o.visible_gpus.push_back(std::to_string(i));
+    auto plan = PlanLocalJob(o);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    std::vector<std::string> out;
+    if (!plan.ok()) return out;
+    for (const TaskLaunch& t : plan->Tasks(0, {})) out.push_back(EnvValue(t, "CUDA_VISIBLE_DEVICES"));
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(devices(5, 2, 1), (V{"0,1", "2,3", "4"}));
+  EXPECT_EQ(devices(6, 2, 1), (V{"0,1", "2,3", "4"}));  // GPU 5 idle
+  EXPECT_EQ(devices(4, 2, 2), (V{"0", "1", "2,3"}));
+  EXPECT_EQ(devices(3, 1, 1), (V{"0,1", "2"}));
+  EXPECT_EQ(devices(1, 1, 1), (V{"", "0"}));  // asked for: the workers train on CPU replicas
+}
+
+TEST(LocalJobPlanTest, InvalidEvaluatorGpusNameTheFlag) {
+  LocalJobOptions o = Options();
+  o.evaluator = true;
+  o.workers = 2;
+  o.gpus_per_worker = 1;
+  o.evaluator_gpus = 1;
+  o.visible_gpus = {"0", "1"};
+  auto refused = PlanLocalJob(o);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ExitCodeFor(refused.status()), 2);
+  EXPECT_EQ(refused.status().message(),
+            "--evaluator-gpus 1 needs 1 GPU besides the 2 the workers take (--gpus-per-worker 1 x --workers 2): "
+            "3 in all, 2 visible");
+  o.evaluator_gpus = 2;
+  o.visible_gpus = {"0", "1", "2"};
+  EXPECT_EQ(PlanLocalJob(o).status().message(),
+            "--evaluator-gpus 2 needs 2 GPUs besides the 2 the workers take (--gpus-per-worker 1 x --workers 2): "
+            "4 in all, 3 visible");
+  // The workers' own shortfall is said as before.
+  o.gpus_per_worker = 2;
+  EXPECT_EQ(PlanLocalJob(o).status().message(), "--gpus-per-worker 2 x --workers 2 needs 4 GPUs, 3 visible");
+  // Without --gpus-per-worker: the evaluator's first, the workers split the rest.
+  o.gpus_per_worker.reset();
+  o.evaluator_gpus = 4;
+  EXPECT_EQ(PlanLocalJob(o).status().message(),
+            "--evaluator-gpus 4 needs 4 GPUs, 3 visible (without --gpus-per-worker the workers split what it "
+            "leaves)");
+  o.evaluator_gpus = 1;
+  o.visible_gpus = {};
+  EXPECT_EQ(PlanLocalJob(o).status().message(),
+            "--evaluator-gpus 1 needs 1 GPU, 0 visible (without --gpus-per-worker the workers split what it "
+            "leaves)");
+  o.evaluator_gpus = -1;
+  EXPECT_EQ(PlanLocalJob(o).status().message(), "--evaluator-gpus -1 must not be negative");
+  // Without --evaluator, whatever the count: no evaluator would use them.
+  o.evaluator = false;
+  o.visible_gpus = {"0", "1"};
+  for (int asked : {1, 0}) {
+    o.evaluator_gpus = asked;
+    auto alone = PlanLocalJob(o);
+    EXPECT_EQ(ExitCodeFor(alone.status()), 2);
+    EXPECT_EQ(alone.status().message(), "--evaluator-gpus " + std::to_string(asked) +
+                                            " needs --evaluator: without it no evaluator runs to use them");
+  }
 }
 
 // A container given the host's GPUs 2 and 3 has /dev/nvidia2 and

@@ -218,6 +218,51 @@ TEST_F(LaunchLocalTest, DryRunPrintsEveryTaskAndStartsNothing) {
   EXPECT_FALSE(fs::exists(dir_ / "run/logs"));
 }
 
+// --evaluator-gpus: the evaluator's own GPUs, the next after the workers',
+// shown by --dry-run as the workers' are; refused, exit 2, when too few are
+// visible or no evaluator runs. The GPUs are CUDA_VISIBLE_DEVICES's.
+TEST_F(LaunchLocalTest, EvaluatorGpusAreShownAndCheckedBeforeAnythingStarts) {
+  auto launch = [&](const std::string& visible, std::vector<std::string> args, std::string* out) {
+    std::vector<std::string> argv = {kLauncher, "local", "--run-dir", (dir_ / "run").string(), "--dry-run",
+                                     "--worker-binary", kFakeWorker};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto child = ChildProcess::Spawn(argv, {"PATH=/usr/bin:/bin", "CUDA_VISIBLE_DEVICES=" + visible});
+    EXPECT_TRUE(child.ok()) << child.status();
+    return child.ok() ? Finish(*child, out) : -1;
+  };
+  std::string out;
+  EXPECT_EQ(launch("0,1", {"--gpus-per-worker", "1", "--evaluator", "--evaluator-gpus", "1"}, &out), 0) << out;
+  const size_t evaluator = out.find("\nevaluator:0 (evaluator)\n");
+  ASSERT_NE(evaluator, std::string::npos) << out;
+  EXPECT_NE(out.find("  env: CUDA_VISIBLE_DEVICES=0\n"), std::string::npos) << out;
+  EXPECT_LT(out.find("  env: CUDA_VISIBLE_DEVICES=0\n"), evaluator) << out;
+  EXPECT_NE(out.find("  env: CUDA_VISIBLE_DEVICES=1\n", evaluator), std::string::npos) << out;
+  // Without --gpus-per-worker the workers split what the evaluator leaves.
+  out.clear();
+  EXPECT_EQ(launch("0,1,2", {"--workers", "2", "--evaluator", "--evaluator-gpus", "1"}, &out), 0) << out;
+  EXPECT_NE(out.find("  env: CUDA_VISIBLE_DEVICES=2\n", out.find("\nevaluator:0 (evaluator)\n")), std::string::npos)
+      << out;
+  out.clear();
+  EXPECT_EQ(launch("", {"--evaluator", "--evaluator-gpus", "1"}, &out), 2) << out;
+  EXPECT_NE(out.find("mirrored-launch: error: --evaluator-gpus 1 needs 1 GPU, 0 visible"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(launch("0", {"--gpus-per-worker", "1", "--evaluator", "--evaluator-gpus", "1"}, &out), 2) << out;
+  EXPECT_NE(out.find("--evaluator-gpus 1 needs 1 GPU besides the 1 the workers take (--gpus-per-worker 1 x "
+                     "--workers 1): 2 in all, 1 visible"),
+            std::string::npos)
+      << out;
+  out.clear();
+  EXPECT_EQ(launch("0,1", {"--evaluator-gpus", "1"}, &out), 2) << out;
+  EXPECT_NE(out.find("--evaluator-gpus 1 needs --evaluator"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(launch("0,1", {"--evaluator", "--evaluator-gpus", "-1"}, &out), 2) << out;
+  EXPECT_NE(out.find("--evaluator-gpus -1 must not be negative"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(launch("0,1", {"--evaluator", "--evaluator-gpus", "1.5"}, &out), 2) << out;
+  EXPECT_NE(out.find("--evaluator-gpus: \"1.5\" is not an integer"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir_ / "run" / "logs")) << "a refused job started something";
+}
+
 // A launcher flag given twice takes its last value, as with argparse (a
 // script's defaults, then the user's own).
 TEST_F(LaunchLocalTest, ALauncherFlagGivenTwiceTakesItsLastValue) {

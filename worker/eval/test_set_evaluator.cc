@@ -46,9 +46,11 @@ StatusOr<std::unique_ptr<TestSetEvaluator>> TestSetEvaluator::Create(const Worke
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   if (kind == DeviceKind::kGpu && probe.count == 0 && visible != nullptr && *visible == '\0') {
     // mirrored-launch local gives the GPUs to the workers and hides them
-    // from its evaluator, whose arguments are the workers' (--device gpu).
+    // from its evaluator (unless --evaluator-gpus), whose arguments are the
+    // workers' (--device gpu).
     MIRRORED_LOG(WARNING) << "--device gpu, but CUDA_VISIBLE_DEVICES is empty (the launcher gave the GPUs to the "
-                             "workers): evaluating on the CPU";
+                             "workers; `mirrored-launch local --evaluator-gpus 1` gives it one): evaluating on "
+                             "the CPU";
     kind = DeviceKind::kCpu;
   }
   MIRRORED_ASSIGN_OR_RETURN(ReplicaDevices devices, ResolveReplicaDevices(kind, 1, probe));
