@@ -36,6 +36,19 @@ TEST(TrainerPartsTest, TrainingSettingsNameTheFlagsAndTheData) {
   EXPECT_EQ(without_map.at("test examples (--data)"), "-");
 }
 
+TEST(TrainerPartsTest, Fp16TasksMustAlsoAgreeOnTheInitialLossScale) {
+  WorkerOptions o;
+  const auto fp32 = TrainingSettings(o, 60000, 10000);
+  const std::map<std::string, std::string> fp32_map(fp32.begin(), fp32.end());
+  EXPECT_EQ(fp32_map.at("--precision"), "fp32");
+  EXPECT_EQ(fp32_map.count("--initial-loss-scale"), 0u);  // means nothing without fp16
+  o.precision = "fp16";
+  o.initial_loss_scale = 1024;
+  const auto fp16 = TrainingSettings(o, 60000, 10000);
+  const std::map<std::string, std::string> fp16_map(fp16.begin(), fp16.end());
+  EXPECT_EQ(fp16_map.at("--initial-loss-scale"), "1024");
+}
+
 TEST(TrainerPartsTest, ADivergedLossNamesItsStepsAndIsAConfigurationError) {
   WorkerOptions o;
   o.run_dir = "/tmp/run";

@@ -11,7 +11,7 @@ std::vector<std::pair<std::string, std::string>> TrainingSettings(const WorkerOp
   std::snprintf(lr, sizeof(lr), "%.9g", o.EffectiveLearningRate());
   std::ostringstream bucket_mb;
   bucket_mb << o.bucket_mb;
-  return {{"--model", o.model},
+  std::vector<std::pair<std::string, std::string>> settings = {{"--model", o.model},
           {"--batch-per-replica", std::to_string(o.batch_per_replica)},
           {"--optimizer", o.optimizer},
           {"--precision", o.precision},
@@ -26,6 +26,14 @@ std::vector<std::pair<std::string, std::string>> TrainingSettings(const WorkerOp
           {"--verify-replicas", o.verify_replicas ? "on" : "off"},
           {"training examples (--data)", std::to_string(training_examples)},
           {"test examples (--data)", o.validate ? std::to_string(test_examples) : "-"}};
+  // fp16 only: tasks starting from other scales would sum gradients scaled
+  // differently (a resumed job takes the checkpoint's, rank 0's, anyway).
+  if (o.precision == "fp16") {
+    char scale[32];
+    std::snprintf(scale, sizeof(scale), "%.9g", o.initial_loss_scale);
+    settings.emplace_back("--initial-loss-scale", scale);
+  }
+  return settings;
 }
 
 }  // namespace mirrored
