@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "tests/model/random_batch.h"
 #include "tests/util/gpu_test_util.h"
 #include "worker/model/batch_norm_layer.h"
 #include "worker/model/conv2d_layer.h"
@@ -81,12 +82,9 @@ TEST_P(GpuCpuTest, SameOutputsGradientsAndUpdate) {
   ASSERT_EQ((*cpu)->store().DownloadParams(), (*gpu)->store().DownloadParams());
 
   const int n = 32;
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> u(0.f, 1.f);
-  std::vector<float> x(size_t(n) * 784);
-  std::vector<int32_t> y(n);
-  for (float& v : x) v = u(rng);
-  for (int32_t& v : y) v = int32_t(rng() % 10);
+  const RandomBatch batch = MakeRandomBatch(n, 3);
+  const std::vector<float>& x = batch.images;
+  const std::vector<int32_t>& y = batch.labels;
   std::vector<float> w(n, 1.f / n);
 
   auto copt = Optimizer::Create("adam", 1e-3f), gopt = Optimizer::Create("adam", 1e-3f);

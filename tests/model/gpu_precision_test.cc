@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 
+#include "tests/model/random_batch.h"
 #include "tests/util/gpu_test_util.h"
 #include "worker/model/gpu_half_kernels.h"
 #include "worker/model/loss_scale.h"
@@ -127,12 +128,9 @@ TEST_P(GpuPrecisionMatchesFp32Test, LogitsAndGradientsWithinTheTypesTolerance) {
   auto mixed = Model::Create(c.model, std::move(mixed_backend).value(), 17);
   ASSERT_TRUE(ref.ok() && mixed.ok());
   const int n = 64;
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> u(0.f, 1.f);
-  std::vector<float> x(size_t(n) * 784);
-  std::vector<int32_t> y(n);
-  for (float& v : x) v = u(rng);
-  for (int32_t& v : y) v = int32_t(rng() % 10);
+  const RandomBatch batch = MakeRandomBatch(n, 3);
+  const std::vector<float>& x = batch.images;
+  const std::vector<int32_t>& y = batch.labels;
   const float scale = c.precision == Precision::kFp16 ? 1024.f : 1.f;
   std::vector<float> w(n, 1.f / n), w_scaled(n, scale / n);
   (*ref)->Forward(n, x.data(), y.data(), true);

@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "common/cluster/tf_config_parser.h"
-#include "tests/util/gpu_test_util.h"
+#include "tests/train/gpu_train_fixture.h"
 #include "tests/util/process_test_util.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/file_env.h"
@@ -27,34 +27,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string DataDir() {
-  const char* dir = std::getenv("MIRRORED_DATA_DIR");
-  return dir != nullptr ? dir : data::FashionMnist::kDefaultDir;
-}
-
-class GpuPrecisionTrainTest : public ::testing::Test {
+class GpuPrecisionTrainTest : public GpuTrainTest {
  protected:
-  void SetUp() override {
-    const GpuProbe probe = ProbeGpus();
-    MIRRORED_SKIP_OR_FAIL_WITHOUT_GPU(probe.count, probe.error);
-    ASSERT_TRUE(fs::exists(DataDir() + "/train-images-idx3-ubyte.gz"))
-        << "a GPU is visible but Fashion-MNIST is not in " << DataDir() << " (set MIRRORED_DATA_DIR)";
-    run_root_ = fs::temp_directory_path() / ("mirrored-gpu-precision-" + std::to_string(getpid()) + "-" +
-                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(run_root_);
-    fs::create_directories(run_root_);
-  }
-  void TearDown() override {
-    if (!run_root_.empty() && !HasFailure()) fs::remove_all(run_root_);
-  }
-
   StatusOr<TrainSummary> TrainOnGpu(const WorkerOptions& o) {
     StrategyOptions so;
     so.device = DeviceKind::kGpu;
     MIRRORED_ASSIGN_OR_RETURN(auto strategy, MirroredStrategy::Create(SingleLocalTaskConfig("test"), so));
     return Train(o, *strategy);
   }
-  fs::path run_root_;
 };
 
 WorkerOptions EpochOptions(const std::string& model, const std::string& precision) {

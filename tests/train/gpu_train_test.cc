@@ -23,6 +23,7 @@
 
 #include "common/cluster/tf_config_parser.h"
 #include "launcher/job/port_reservation.h"
+#include "tests/train/gpu_train_fixture.h"
 #include "tests/util/gpu_test_util.h"
 #include "tests/util/process_test_util.h"
 #include "tests/util/worker_process.h"
@@ -49,29 +50,6 @@ std::string BinDir() {
   const char* dir = std::getenv("MIRRORED_BIN_DIR");
   return dir != nullptr ? dir : MIRRORED_BIN_DIR;
 }
-
-std::string DataDir() {
-  const char* dir = std::getenv("MIRRORED_DATA_DIR");
-  return dir != nullptr ? dir : data::FashionMnist::kDefaultDir;
-}
-
-class GpuTrainTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const GpuProbe probe = ProbeGpus();
-    MIRRORED_SKIP_OR_FAIL_WITHOUT_GPU(probe.count, probe.error);
-    ASSERT_TRUE(fs::exists(DataDir() + "/train-images-idx3-ubyte.gz"))
-        << "a GPU is visible but Fashion-MNIST is not in " << DataDir() << " (set MIRRORED_DATA_DIR)";
-    run_root_ = fs::temp_directory_path() / ("mirrored-gpu-train-" + std::to_string(getpid()) + "-" +
-                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(run_root_);
-    fs::create_directories(run_root_);
-  }
-  void TearDown() override {
-    if (!run_root_.empty() && !HasFailure()) fs::remove_all(run_root_);
-  }
-  fs::path run_root_;
-};
 
 WorkerOptions SgdOptions(const std::string& model, int64_t steps, int64_t batch_per_replica) {
   WorkerOptions o;
