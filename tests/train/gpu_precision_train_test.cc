@@ -48,21 +48,26 @@ WorkerOptions EpochOptions(const std::string& model, const std::string& precisio
   return o;
 }
 
+// The accuracy compared is the epoch's training accuracy (every example of
+// the epoch, counted as it trained): the validation accuracy after one
+// epoch is one snapshot of a noisy trajectory, and GPU training is not
+// repeatable even in FP32 (cuDNN's atomics). Three H100 checks
+// (2026-11-27) gave resnet FP32 validation 0.8526, 0.7897 and 0.8617 with
+// the same seed, bf16 0.8602 / 0.8659 / 0.8655, fp16 0.8512 / 0.8681 /
+// 0.8557; cnn 0.8677 / 0.8699 / 0.8681 in FP32, 0.8680 and 0.8679 in
+// bf16 and fp16 the first time. Validation must only show it learned.
 TEST_F(GpuPrecisionTrainTest, OneEpochInBf16AndFp16ReachesFp32sAccuracy) {
   for (const std::string model : {"cnn", "resnet"}) {
     std::map<std::string, double> accuracy;
     for (const std::string precision : {"fp32", "bf16", "fp16"}) {
       StatusOr<TrainSummary> r = TrainOnGpu(EpochOptions(model, precision));
       ASSERT_TRUE(r.ok()) << model << " " << precision << ": " << r.status();
-      accuracy[precision] = r->val_accuracy;
-      std::printf("%s %s: one epoch, val_accuracy %.4f\n", model.c_str(), precision.c_str(), r->val_accuracy);
+      accuracy[precision] = r->accuracy;
+      std::printf("%s %s: one epoch, training accuracy %.4f loss %.4f, val_accuracy %.4f\n", model.c_str(),
+                  precision.c_str(), r->accuracy, r->loss, r->val_accuracy);
+      EXPECT_GT(r->val_accuracy, 0.75) << model << " " << precision;  // it learned
     }
-    EXPECT_GT(accuracy["fp32"], 0.75) << model;  // it trained at all
-    // Reaching it: at most 0.5 points below (above is fine). One run each:
-    // on a GPU even FP32 is not repeatable (cuDNN's atomics), and one
-    // epoch of resnet spread widely over two H100 checks (2026-11-27):
-    // fp32 0.8526 / 0.7897, bf16 0.8602 / 0.8659, fp16 0.8512 / 0.8681;
-    // cnn 0.8677 / 0.8699, 0.8680, 0.8679.
+    // Reaching it: at most 0.5 points below (above is fine).
     EXPECT_GE(accuracy["bf16"], accuracy["fp32"] - 0.005) << model << " bf16";
     EXPECT_GE(accuracy["fp16"], accuracy["fp32"] - 0.005) << model << " fp16";
   }
