@@ -102,7 +102,7 @@ assert evals == [10, 20], evals
 print("evaluated again after a resume and a lost lease, tensorboard shows each eval step once:", steps["loss"])
 PY
 
-# The README's "What a checkpoint holds" is enough to use the weights
+# docs/checkpoints-and-evaluator.md's "What a checkpoint holds" is enough to use the weights
 # elsewhere: numpy alone, following its layout (HWIO kernels, [in, units]
 # dense kernels, NHWC flatten order, pixels / 255), reproduces the
 # evaluator's test-set loss and accuracy for a cnn checkpoint.
