@@ -6,5 +6,10 @@ cd "$(dirname "$0")/.."
 build_dir=${MIRRORED_BUILD_DIR:-build}
 generator=()
 command -v ninja >/dev/null && [ ! -f "$build_dir/Makefile" ] && generator=(-G Ninja)
-cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE:-RelWithDebInfo} "$@"
+# ccache, where installed, makes rebuilds in other clones (worktrees, a
+# fresh clone before a push) cheap; see docs/building.md.
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+  -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+cmake -S . -B "$build_dir" "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE:-RelWithDebInfo} "$@"
 cmake --build "$build_dir" --parallel "$(nproc)"
