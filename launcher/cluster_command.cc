@@ -9,6 +9,7 @@
 
 #include "common/cpu_cores.h"
 #include "common/decimal_integer.h"
+#include "common/flag_checks.h"
 #include "common/launcher_environment.h"
 #include "common/cluster/tf_config_parser.h"
 #include "launcher/job/gpu_share.h"
@@ -35,7 +36,8 @@ void ClusterCommand::Register(CLI::App& app) {
                         "MIRRORED_K8S_* variables (deploy/kubernetes/indexed-job.yaml)")
       ->excludes(tf_config_option_)
       ->excludes(slurm);
-  subcommand_->add_option("--run-dir", run_dir_, "Run directory: the chief's holds the checkpoints (sent to the other tasks on resume), every host's its logs; an evaluator reads the chief's (default: runs/<date-time>)");
+  subcommand_->add_option("--run-dir", run_dir_, "Run directory: the chief's holds the checkpoints (sent to the other tasks on resume), every host's its logs; an evaluator reads the chief's (default: runs/<date-time>)")
+      ->check(NonEmptyPath("--run-dir", "give a directory, or leave the flag out for a new runs/<date-time>"));
   subcommand_->add_option("--max-restarts", max_restarts_, "Restarts of this host's task after a failure")
       ->capture_default_str()
       ->transform(DecimalInteger<int>());

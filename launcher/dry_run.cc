@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+
+#include <unistd.h>
 
 #include "common/launcher_environment.h"
 #include "launcher/job/local_job_plan.h"
@@ -46,6 +50,33 @@ bool IsElfProgram(const std::string& binary) {
 bool StartsWith(const std::string& entry, const char* key) {
   const std::string prefix = std::string(key) + "=";
   return entry.rfind(prefix, 0) == 0;
+}
+
+// The value of the task's --run-dir flag, "" without one.
+std::string RunDirOf(const TaskLaunch& task) {
+  auto flag = std::find(task.argv.begin(), task.argv.end(), "--run-dir");
+  return flag != task.argv.end() && flag + 1 != task.argv.end() ? *(flag + 1) : "";
+}
+
+// What the real launch would find when it creates RUN_DIR/logs, without
+// creating anything: every existing part of the path is a directory, and
+// the deepest existing one can be written into.
+Status CheckRunDirUsable(const std::string& run_dir) {
+  namespace fs = std::filesystem;
+  const fs::path logs = fs::path(run_dir) / "logs";
+  fs::path existing = logs;
+  std::error_code ec;
+  while (!existing.empty() && !fs::exists(existing, ec)) existing = existing.parent_path();
+  if (existing.empty()) existing = ".";
+  if (!fs::is_directory(existing, ec)) {
+    return InvalidArgumentError("run directory " + run_dir + ": " + existing.string() +
+                                " is not a directory, so the launch cannot create " + logs.string());
+  }
+  if (access(existing.c_str(), W_OK | X_OK) != 0) {
+    return InvalidArgumentError("run directory " + run_dir + ": cannot write into " + existing.string() + ": " +
+                                std::strerror(errno));
+  }
+  return OkStatus();
 }
 
 }  // namespace
@@ -111,6 +142,12 @@ Status CheckWorkerFlags(const TaskLaunch& task, std::string* note) {
 int DryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out, std::ostream& err) {
   PrintDryRun(tasks, out);
   if (tasks.empty()) return kExitSuccess;
+  if (const std::string run_dir = RunDirOf(tasks.front()); !run_dir.empty()) {
+    if (Status s = CheckRunDirUsable(run_dir); !s.ok()) {
+      err << "mirrored-launch: error: " << s.message() << "\n";
+      return ExitCodeFor(s);
+    }
+  }
   // One task of each role: they take the same flags, but an evaluator
   // reads other data files than a training task with --no-validate.
   std::vector<const TaskLaunch*> checked;

@@ -7,6 +7,7 @@
 
 #include "common/cpu_cores.h"
 #include "common/decimal_integer.h"
+#include "common/flag_checks.h"
 #include "launcher/job/local_job_plan.h"
 #include "launcher/dry_run.h"
 #include "launcher/supervised_run.h"
@@ -32,7 +33,8 @@ void LocalCommand::Register(CLI::App& app) {
                               "GPUs for the --evaluator, the next after the workers' (default 0: it evaluates "
                               "on the CPU; without --gpus-per-worker the workers split the rest)")
           ->transform(DecimalInteger<int>());
-  subcommand_->add_option("--run-dir", run_dir_, "Run directory (default: runs/<date-time>)");
+  subcommand_->add_option("--run-dir", run_dir_, "Run directory (default: runs/<date-time>)")
+      ->check(NonEmptyPath("--run-dir", "give a directory, or leave the flag out for a new runs/<date-time>"));
   subcommand_->add_option("--max-restarts", max_restarts_, "Whole-job restarts after a failure")
       ->capture_default_str()
       ->transform(DecimalInteger<int>());

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "common/decimal_integer.h"
+#include "common/flag_checks.h"
 #include "worker/model/precision.h"
 
 namespace mirrored {
@@ -13,6 +14,18 @@ Status Positive(const char* flag, double value) {
   if (value > 0 && std::isfinite(value)) return OkStatus();
   return InvalidArgumentError(std::string(flag) + " " + CLI::detail::to_string(value) +
                               " must be a positive number");
+}
+
+// A duration in seconds that a std::chrono count of milliseconds (or
+// nanoseconds in a condition variable's wait) holds: 1e300 would overflow.
+Status Seconds(const char* flag, double value, bool zero_allowed = false) {
+  if (zero_allowed && value == 0) return OkStatus();
+  if (!(value > 0) || !(value <= kMaxFlagSeconds)) {
+    return InvalidArgumentError(std::string(flag) + " " + CLI::detail::to_string(value) + " must be a number of seconds above 0" +
+                                (zero_allowed ? " (or 0 for no limit)" : "") + " and at most " +
+                                CLI::detail::to_string(kMaxFlagSeconds) + " (about 30 years)");
+  }
+  return OkStatus();
 }
 
 }  // namespace
@@ -53,7 +66,8 @@ void WorkerOptions::Register(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--initial-loss-scale", initial_loss_scale, "fp16: the dynamic loss scale to start from")
       ->capture_default_str();
-  app.add_option("--run-dir", run_dir, "Run directory: checkpoints, logs, metrics.jsonl");
+  app.add_option("--run-dir", run_dir, "Run directory: checkpoints, logs, metrics.jsonl")
+      ->check(NonEmptyPath("--run-dir", "give a directory, or leave the flag out to save nothing"));
   app.add_option("--checkpoint-every", checkpoint_every, "Steps between checkpoints (0: each epoch's end)")
       ->capture_default_str()
       ->transform(DecimalInteger<int64_t>());
@@ -128,11 +142,11 @@ Status WorkerOptions::Validate() const {
   }
   if (log_every < 1) return InvalidArgumentError("--log-every " + std::to_string(log_every) + " must be at least 1");
   MIRRORED_RETURN_IF_ERROR(Positive("--bucket-mb", bucket_mb));
-  MIRRORED_RETURN_IF_ERROR(Positive("--collective-timeout", collective_timeout_sec));
-  MIRRORED_RETURN_IF_ERROR(Positive("--registration-timeout", registration_timeout_sec));
-  MIRRORED_RETURN_IF_ERROR(Positive("--heartbeat-interval", heartbeat_interval_sec));
-  MIRRORED_RETURN_IF_ERROR(Positive("--heartbeat-timeout", heartbeat_timeout_sec));
-  MIRRORED_RETURN_IF_ERROR(Positive("--poll-interval", poll_interval_sec));
+  MIRRORED_RETURN_IF_ERROR(Seconds("--collective-timeout", collective_timeout_sec));
+  MIRRORED_RETURN_IF_ERROR(Seconds("--registration-timeout", registration_timeout_sec));
+  MIRRORED_RETURN_IF_ERROR(Seconds("--heartbeat-interval", heartbeat_interval_sec));
+  MIRRORED_RETURN_IF_ERROR(Seconds("--heartbeat-timeout", heartbeat_timeout_sec));
+  MIRRORED_RETURN_IF_ERROR(Seconds("--poll-interval", poll_interval_sec));
   if (heartbeat_timeout_sec <= heartbeat_interval_sec) {
     return InvalidArgumentError("--heartbeat-timeout " + CLI::detail::to_string(heartbeat_timeout_sec) +
                                 " must be longer than --heartbeat-interval " +
@@ -141,10 +155,7 @@ Status WorkerOptions::Validate() const {
   if (max_evaluations < 0) {
     return InvalidArgumentError("--max-evaluations " + std::to_string(max_evaluations) + " must not be negative");
   }
-  if (!(eval_timeout_sec >= 0) || !std::isfinite(eval_timeout_sec)) {
-    return InvalidArgumentError("--eval-timeout " + CLI::detail::to_string(eval_timeout_sec) +
-                                " must be a number of seconds, 0 for no limit");
-  }
+  MIRRORED_RETURN_IF_ERROR(Seconds("--eval-timeout", eval_timeout_sec, /*zero_allowed=*/true));
   return OkStatus();
 }
 

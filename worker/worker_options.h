@@ -16,6 +16,10 @@
 
 namespace mirrored {
 
+// The longest duration a seconds flag takes (--collective-timeout and the
+// like): longer would overflow the clocks they become.
+inline constexpr double kMaxFlagSeconds = 1e9;
+
 struct WorkerOptions {
   // Model and data.
   std::string model = "cnn";

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/quoted_text.h"
+
 namespace mirrored {
 
 Status ClusterSpec::ValidateJobName(const std::string& job) {
@@ -12,8 +14,8 @@ Status ClusterSpec::ValidateJobName(const std::string& job) {
         "data-parallel training with chief, worker and evaluator tasks only");
   }
   if (job != kChiefJob && job != kWorkerJob && job != kEvaluatorJob) {
-    return InvalidArgumentError("cluster has an unsupported job \"" + job +
-                                "\": the jobs can be chief, worker and evaluator");
+    return InvalidArgumentError("cluster has an unsupported job " + QuotedText(job) +
+                                ": the jobs can be chief, worker and evaluator");
   }
   return OkStatus();
 }
@@ -31,6 +33,9 @@ StatusOr<ClusterSpec> ClusterSpec::Create(JobMap jobs) {
     }
     for (size_t i = 0; i < addresses.size(); ++i) {
       const std::string name = job + ":" + std::to_string(i);
+      if (Status host = HostPort::ValidateHost(addresses[i].host); !host.ok()) {
+        return host.WithContext("cluster." + job + "[" + std::to_string(i) + "]");
+      }
       auto [it, inserted] = seen.emplace(addresses[i].CanonicalKey(), name);
       if (!inserted) {
         return InvalidArgumentError("cluster." + job + "[" + std::to_string(i) + "] \"" +

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/quoted_text.h"
+
 namespace mirrored {
 namespace {
 
@@ -21,7 +23,57 @@ StatusOr<uint16_t> ParsePort(std::string_view digits) {
   return static_cast<uint16_t>(value);
 }
 
+bool IsNameCharacter(char c) {
+  // RFC 1123 letters, digits and hyphens; '_' too, as resolvers and
+  // container runtimes accept it in names they hand out.
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
+bool IsIpv6Character(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' || c == '.';
+}
+
+// An IPv6 literal, optionally with a zone ("fe80::1%eth0").
+Status ValidateIpv6(std::string_view host) {
+  const size_t percent = host.find('%');
+  const std::string_view address = host.substr(0, percent);
+  const std::string_view zone = percent == std::string_view::npos ? "" : host.substr(percent + 1);
+  const bool address_ok = std::all_of(address.begin(), address.end(), IsIpv6Character);
+  const bool zone_ok = std::all_of(zone.begin(), zone.end(), [](char c) { return IsNameCharacter(c) || c == '.'; });
+  if (!address_ok || !zone_ok || (percent != std::string_view::npos && zone.empty())) {
+    return InvalidArgumentError("host " + QuotedText(host) +
+                                " is not an IPv6 address (hex digits and \":\", with an optional %zone)");
+  }
+  return OkStatus();
+}
+
 }  // namespace
+
+Status HostPort::ValidateHost(std::string_view host) {
+  if (host.empty()) return InvalidArgumentError("host is empty");
+  if (host.find(':') != std::string_view::npos) return ValidateIpv6(host);
+  if (host.size() > kMaxHostNameLength) {
+    return InvalidArgumentError("host name of " + std::to_string(host.size()) + " characters is longer than " +
+                                std::to_string(kMaxHostNameLength) + " (RFC 1123)");
+  }
+  std::string_view rest = host.back() == '.' ? host.substr(0, host.size() - 1) : host;  // "h1.example."
+  while (true) {
+    const size_t dot = rest.find('.');
+    const std::string_view label = rest.substr(0, dot);
+    if (!std::all_of(label.begin(), label.end(), IsNameCharacter)) {
+      return InvalidArgumentError("host " + QuotedText(host) +
+                                  " contains an invalid character (a host name has letters, digits, \"-\" and "
+                                  "\".\"; an IPv6 address goes in brackets)");
+    }
+    if (label.empty() || label.size() > kMaxHostLabelLength || label.front() == '-' || label.back() == '-') {
+      return InvalidArgumentError("host " + QuotedText(host) + " has an invalid label " + QuotedText(label) +
+                                  ": each dot-separated part is 1-63 characters and does not begin or end "
+                                  "with \"-\"");
+    }
+    if (dot == std::string_view::npos) return OkStatus();
+    rest = rest.substr(dot + 1);
+  }
+}
 
 std::string HostPort::ToString() const {
   if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
@@ -52,7 +104,8 @@ StatusOr<HostPort> HostPort::Parse(std::string_view text) {
     if (out.host.find(':') == std::string::npos) {
       // Brackets are for IPv6 literals (RFC 3986); a name or IPv4 in them is
       // a typo, or a template left half filled.
-      return InvalidArgumentError("\"[" + out.host + "]\": brackets are only for an IPv6 address, e.g. \"[::1]:2222\"");
+      return InvalidArgumentError(QuotedText("[" + out.host + "]") +
+                                  ": brackets are only for an IPv6 address, e.g. \"[::1]:2222\"");
     }
     std::string_view rest = text.substr(close + 1);
     if (rest.empty() || rest.front() != ':') {
@@ -71,11 +124,7 @@ StatusOr<HostPort> HostPort::Parse(std::string_view text) {
     if (out.host.empty()) return InvalidArgumentError("host is empty");
     port_text = text.substr(colon + 1);
   }
-  for (char c : out.host) {
-    if (std::isspace(static_cast<unsigned char>(c)) || c == '/' || c == '[' || c == ']') {
-      return InvalidArgumentError("host \"" + out.host + "\" contains an invalid character");
-    }
-  }
+  MIRRORED_RETURN_IF_ERROR(ValidateHost(out.host));
   MIRRORED_ASSIGN_OR_RETURN(out.port, ParsePort(port_text));
   return out;
 }

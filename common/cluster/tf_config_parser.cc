@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/quoted_text.h"
+
 namespace mirrored {
 namespace {
 
@@ -25,10 +27,7 @@ std::string Describe(const json& value) {
   return std::string(value.type_name()) + " " + dumped;
 }
 
-std::string Quote(std::string_view s) {
-  std::string out = json(std::string(s)).dump();  // JSON escaping keeps odd bytes readable
-  return out;
-}
+std::string Quote(std::string_view s) { return QuotedText(s); }
 
 // nlohmann reports the number of bytes read when the error was found; the
 // offending character is the last of them. Lines and columns count from 1.
@@ -146,9 +145,11 @@ StatusOr<TaskId> ParseTask(const json& task, bool has_cluster, std::vector<std::
         value = std::stoll(digits);
       }
     }
-    if (!value || *value < 0 || *value > 1000000) {
-      return InvalidArgumentError("task.index " + (index.is_string() ? Describe(index) : index.dump()) +
-                                  " must be a non-negative integer");
+    const std::string shown = index.is_string() ? Describe(index) : index.dump();
+    if (!value || *value < 0) return InvalidArgumentError("task.index " + shown + " must be a non-negative integer");
+    if (*value > kMaxTaskIndex) {
+      return InvalidArgumentError("task.index " + shown + " is above the limit of " + std::to_string(kMaxTaskIndex) +
+                                  " (a job has at most that many tasks of a type)");
     }
     id.index = static_cast<int>(*value);
   }
@@ -196,12 +197,18 @@ StatusOr<std::string> ReadWholeFile(const std::string& path) {
     return InvalidArgumentError("--tf-config file " + Quote(path) + ": cannot read it: " +
                                 std::strerror(err));
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
+  // Bounded: /dev/zero or a huge file given by mistake must not eat memory.
+  std::string contents(kMaxTfConfigBytes + 1, '\0');
+  in.read(contents.data(), static_cast<std::streamsize>(contents.size()));
   if (in.bad()) {
     return InvalidArgumentError("--tf-config file " + Quote(path) + ": read failed");
   }
-  return buffer.str();
+  contents.resize(static_cast<size_t>(in.gcount()));
+  if (contents.size() > kMaxTfConfigBytes) {
+    return InvalidArgumentError("--tf-config file " + Quote(path) + " is larger than " +
+                                std::to_string(kMaxTfConfigBytes >> 20) + " MiB: that is not a TF_CONFIG");
+  }
+  return contents;
 }
 
 }  // namespace
@@ -215,12 +222,20 @@ ClusterConfig SingleLocalTaskConfig(std::string source) {
 
 StatusOr<ClusterConfig> ParseTfConfig(std::string_view text, std::string source) {
   if (IsBlank(text)) return SingleLocalTaskConfig(std::move(source));
+  // nlohmann stops at a NUL as at the end of the input, so what follows it
+  // would be silently ignored.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    return InvalidArgumentError("not valid JSON: a NUL byte at offset " + std::to_string(nul) + " (" +
+                                LineAndColumn(text, nul + 1) + ")");
+  }
   json doc;
   try {
     doc = json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
     return InvalidArgumentError("not valid JSON: " + LineAndColumn(text, e.byte) +
                                 ": " + ParseErrorReason(e));
+  } catch (const json::exception& e) {  // out_of_range.406: a number such as 1e400 overflows a double
+    return InvalidArgumentError(std::string("not valid JSON: ") + e.what());
   }
   if (!doc.is_object()) {
     return InvalidArgumentError("TF_CONFIG must be a JSON object, got " + Describe(doc));

@@ -51,6 +51,12 @@
 
 namespace mirrored {
 
+// A --tf-config file larger than this is refused unread (/dev/zero given by
+// mistake); 100 000 workers take about 2 MiB.
+inline constexpr size_t kMaxTfConfigBytes = size_t{16} << 20;
+// The largest task.index accepted, as a cap on what one job can name.
+inline constexpr long long kMaxTaskIndex = 1000000;
+
 // Parses one TF_CONFIG JSON document. A document without "cluster" (or
 // with an empty one) yields a single local task. `source` is the
 // ClusterConfig::source to record. Errors: InvalidArgument, the message

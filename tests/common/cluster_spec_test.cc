@@ -40,8 +40,39 @@ TEST(HostPortTest, ParsesHostnamesIpv4AndBracketedIpv6) {
             "\"[zzz]\": brackets are only for an IPv6 address, e.g. \"[::1]:2222\"");
   EXPECT_EQ(HostPort::Parse("[10.0.0.1]:2222").status().message(),
             "\"[10.0.0.1]\": brackets are only for an IPv6 address, e.g. \"[::1]:2222\"");
-  EXPECT_EQ(HostPort::Parse("h :1").status().message(), "host \"h \" contains an invalid character");
+  EXPECT_EQ(HostPort::Parse("h :1").status().message(),
+            "host \"h \" contains an invalid character (a host name has letters, digits, \"-\" and \".\"; an "
+            "IPv6 address goes in brackets)");
   EXPECT_EQ(HostPort::Parse("h:").status().message(), "port is empty");
+}
+
+// Probe D4: NUL and control bytes, commas and 100 000-character names were
+// taken as hosts (and printed raw); only RFC 1123 names and IP literals are.
+TEST(HostPortTest, HostsAreNamesOrAddressesAndShownEscaped) {
+  for (const char* good : {"localhost:1", "w-0.svc.cluster.local:1", "h1.example.:1", "10.0.0.1:1", "my_host:1",
+                           "[fe80::1%eth0]:1", "[::ffff:10.0.0.1]:1"}) {
+    EXPECT_TRUE(HostPort::Parse(good).ok()) << good << ": " << HostPort::Parse(good).status();
+  }
+  EXPECT_EQ(HostPort::Parse(std::string("h\0evil:2222", 11)).status().message(),
+            "host \"h\\u0000evil\" contains an invalid character (a host name has letters, digits, \"-\" and "
+            "\".\"; an IPv6 address goes in brackets)");
+  EXPECT_EQ(HostPort::Parse("-h:1").status().message(),
+            "host \"-h\" has an invalid label \"-h\": each dot-separated part is 1-63 characters and does not "
+            "begin or end with \"-\"");
+  EXPECT_EQ(HostPort::Parse("a..b:1").status().message(),
+            "host \"a..b\" has an invalid label \"\": each dot-separated part is 1-63 characters and does not "
+            "begin or end with \"-\"");
+  EXPECT_EQ(HostPort::Parse(std::string(254, 'h') + ":1").status().message(),
+            "host name of 254 characters is longer than 253 (RFC 1123)");
+  EXPECT_EQ(HostPort::Parse("[fe80::1%]:1").status().message(),
+            "host \"fe80::1%\" is not an IPv6 address (hex digits and \":\", with an optional %zone)");
+  EXPECT_EQ(HostPort::Parse("[::1\x1b]:1").status().message(),
+            "host \"::1\\u001b\" is not an IPv6 address (hex digits and \":\", with an optional %zone)");
+  // Hosts from Slurm or Kubernetes do not pass through Parse: Create checks them.
+  auto spec = ClusterSpec::Create({{"worker", {HostPort{"n\x07", 1}}}});
+  EXPECT_EQ(spec.status().message(),
+            "cluster.worker[0]: host \"n\\u0007\" contains an invalid character (a host name has letters, digits, "
+            "\"-\" and \".\"; an IPv6 address goes in brackets)");
 }
 
 TEST(ClusterSpecTest, ChiefFirstThenWorkersByIndex) {

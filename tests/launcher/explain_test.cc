@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -243,6 +244,65 @@ TEST(ExplainTest, InvalidConfigurationsExitTwoWithTheFieldNamed) {
     EXPECT_EQ(r.err, c.stderr_text);
     EXPECT_EQ(r.out, "");
   }
+}
+
+// The 2026-11-27 probe's bad inputs (D1-D6, D14, D15 in
+// shared/findings/reliability-2026-11-27.md): each once aborted, hung, was
+// accepted or printed raw control bytes; each is now exit 2 naming it.
+bool HasRawControlByte(const std::string& text) {
+  return std::any_of(text.begin(), text.end(), [](char c) {
+    const auto b = static_cast<unsigned char>(c);
+    return (b < 0x20 && b != '\n') || b == 0x7F;
+  });
+}
+
+struct ProbeCase {
+  const char* defect;
+  std::vector<std::string> args;
+  std::string expected_in_stderr;
+};
+
+TEST(ExplainTest, ProbeInputsThatAbortedHungOrPassedNowExitTwoNamingThem) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("probe-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string worker0 = R"("cluster":{"worker":["127.0.0.1:1"]},"task":{"type":"worker","index":0})";
+  const std::string nul_file = (dir / "nul.json").string();
+  {
+    std::ofstream f(nul_file, std::ios::binary);
+    f << "{" << worker0 << "}" << std::string(1, '\0') << "GARBAGE{{{";
+  }
+  const std::string a_file = (dir / "afile").string();
+  std::ofstream(a_file) << "x";
+  const std::vector<ProbeCase> cases = {
+      {"D1", {"explain", "--tf-config", "{" + worker0 + R"(,"x":1e400})"}, "not valid JSON: "},
+      {"D1", {"explain", "--tf-config", "{" + worker0 + R"(,"x":1e400})"}, "number overflow"},
+      {"D2", {"explain", "--tf-config", (dir / "x\xff.json").string()}, "x\\xff.json\""},
+      {"D3", {"explain", "--tf-config", "/dev/zero"}, "\"/dev/zero\" is larger than 16 MiB"},
+      {"D4", {"explain", "--tf-config", R"({"cluster":{"worker":["h\u0000evil:2222"]},"task":{"type":"worker","index":0}})"},
+       R"(host "h\u0000evil" contains an invalid character)"},
+      {"D4", {"explain", "--tf-config", R"({"cluster":{"worker":["\u0007\u001bc:2222"]},"task":{"type":"worker","index":0}})"},
+       R"(host "\u0007\u001bc" contains an invalid character)"},
+      {"D4", {"explain", "--tf-config", R"({"cluster":{"worker":["\u001b[31mRED:1"]},"task":{"type":"worker","index":0}})"},
+       R"(host "\u001b[31mRED" contains an invalid character)"},
+      {"D4", {"explain", "--tf-config", R"({"cluster":{"worker":["a,b:2222"]},"task":{"type":"worker","index":0}})"},
+       "contains an invalid character"},
+      {"D4", {"explain", "--tf-config", R"({"cluster":{"worker":[")" + std::string(300, 'h') + R"(:1"]},"task":{"type":"worker","index":0}})"},
+       "host name of 300 characters is longer than 253"},
+      {"D5", {"explain", "--tf-config", nul_file}, "not valid JSON: a NUL byte at offset 73"},
+      {"D6", {"explain", "--tf-config", R"({"cluster":{"worker":["h:1"]},"task":{"type":"worker","index":1000001}})"},
+       "task.index 1000001 is above the limit of 1000000"},
+      {"D14", {"local", "--dry-run", "--workers", "1", "--run-dir", a_file, "--", "--model", "mlp"},
+       a_file + " is not a directory, so the launch cannot create " + a_file + "/logs"},
+      {"D15", {"local", "--workers", "1", "--run-dir", "", "--", "--model", "mlp"}, "--run-dir is empty"},
+      {"D15", {"cluster", "--run-dir", "", "--", "--model", "mlp"}, "--run-dir is empty"},
+  };
+  for (const ProbeCase& c : cases) {
+    const RunResult r = RunLauncher(c.args, {});
+    EXPECT_EQ(r.exit_code, 2) << c.defect << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expected_in_stderr), std::string::npos) << c.defect << ": " << r.err;
+    EXPECT_FALSE(HasRawControlByte(r.err)) << c.defect << ": " << r.err;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ExplainTest, UsageErrorsExitTwoAndHelpVersionExitZero) {

@@ -114,9 +114,35 @@ TEST(WorkerOptionsTest, NonFiniteSecondsAreRefused) {
   WorkerOptions a, b, c;
   EXPECT_NE(Parse({"--eval-timeout", "nan"}, &a).message().find("--eval-timeout nan must be a number of seconds"),
             std::string::npos);
-  EXPECT_NE(Parse({"--collective-timeout", "inf"}, &b).message().find("--collective-timeout inf must be a positive"),
+  EXPECT_NE(Parse({"--collective-timeout", "inf"}, &b).message().find("--collective-timeout inf must be a number of "
+                                                                       "seconds above 0"),
             std::string::npos);
   EXPECT_TRUE(Parse({"--eval-timeout", "0"}, &c).ok());
+}
+
+// Probe D7: 1e300 passed the check, then overflowed int64 milliseconds
+// (a Gloo enforce failure, a negative registration wait).
+TEST(WorkerOptionsTest, SecondsBeyondWhatAClockHoldsAreRefusedNamingTheFlag) {
+  for (const char* flag : {"--collective-timeout", "--registration-timeout", "--heartbeat-timeout",
+                           "--heartbeat-interval", "--poll-interval", "--eval-timeout"}) {
+    WorkerOptions o;
+    const Status s = Parse({flag, "1e300"}, &o);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << flag;
+    EXPECT_NE(s.message().find(std::string(flag) + " 1e+300 must be a number of seconds"), std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find("at most 1e+09"), std::string::npos) << s.message();
+  }
+  WorkerOptions ok;
+  EXPECT_TRUE(Parse({"--registration-timeout", "1e9", "--heartbeat-timeout", "1e9"}, &ok).ok());
+}
+
+// Probe D15: `--run-dir ""` (a resume script's unset $RUN_DIR) trained and
+// saved nothing, as if the flag were absent.
+TEST(WorkerOptionsTest, AnEmptyRunDirIsRefused) {
+  WorkerOptions o;
+  const Status s = Parse({"--run-dir", ""}, &o);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--run-dir is empty (an unset variable?)"), std::string::npos) << s.message();
 }
 
 // CLI11 alone turns "-1" into 2^64 - 1 for the unsigned --seed and a number
