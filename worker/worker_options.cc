@@ -68,6 +68,9 @@ void WorkerOptions::Register(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--run-dir", run_dir, "Run directory: checkpoints, logs, metrics.jsonl")
       ->check(NonEmptyPath("--run-dir", "give a directory, or leave the flag out to save nothing"));
+  app.add_flag("--restart-from-scratch", restart_from_scratch,
+               "When every checkpoint of the run directory is damaged, train from step 0 over them (without it: "
+               "exit 2 naming them)");
   app.add_option("--checkpoint-every", checkpoint_every, "Steps between checkpoints (0: each epoch's end)")
       ->capture_default_str()
       ->transform(DecimalInteger<int64_t>());

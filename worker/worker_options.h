@@ -41,6 +41,7 @@ struct WorkerOptions {
 
   // Run directory, checkpoints, logging.
   std::string run_dir;            // "" : no checkpoints, no logs (a dry training run)
+  bool restart_from_scratch = false;  // every checkpoint damaged: train from step 0 over them
   int64_t checkpoint_every = 0;   // 0: at the end of each epoch
   int keep_checkpoints = 5;
   int64_t log_every = 50;         // steps between progress lines / metrics

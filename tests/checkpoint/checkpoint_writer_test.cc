@@ -329,8 +329,37 @@ INSTANTIATE_TEST_SUITE_P(
         Corruption{"TruncatedStateJson", kStateFileName,
                    [](std::string& b) { b.resize(b.size() - 3); }},
         Corruption{"WrongStepInStateJson", kStateFileName,
-                   [](std::string& b) { b.replace(b.find("\"step\": 20"), 10, "\"step\": 21"); }}),
+                   [](std::string& b) { b.replace(b.find("\"step\": 20"), 10, "\"step\": 21"); }},
+        // Probe D12: one digit of the epoch, still valid JSON with sane
+        // values; only state.json's own CRC-32C tells.
+        Corruption{"OneDigitOfTheEpochChanged", kStateFileName,
+                   [](std::string& b) {
+                     const size_t at = b.find("\"epoch\": ") + 9;
+                     b[at] = b[at] == '0' ? '1' : '0';
+                   }}),
     [](const ::testing::TestParamInfo<Corruption>& info) { return info.param.label; });
+
+// Probe D13: with every checkpoint damaged the job trained from step 0 and
+// replaced them. Now that stops with exit 2 naming them, unless the user
+// asks for the fresh start (--restart-from-scratch).
+TEST(CheckpointReaderTest, EveryCheckpointDamagedIsAnErrorNamingThemUnlessStartingOverIsAsked) {
+  ScratchDir dir;
+  {
+    CheckpointWriter writer(FileEnv::Default(), dir.path());
+    ASSERT_TRUE(writer.Write(TestModel(10).Contents()).ok());
+    ASSERT_TRUE(writer.Write(TestModel(20).Contents()).ok());
+  }
+  for (int64_t step : {10, 20}) Corrupt(dir.path(), step, kModelFileName, [](std::string& b) { b.resize(b.size() / 2); });
+  CheckpointReader reader(FileEnv::Default(), dir.path());
+  const auto refused = reader.LoadLatest();
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("is damaged (ckpt-10, ckpt-20): not starting over"), std::string::npos)
+      << refused.status();
+  EXPECT_NE(refused.status().message().find("--restart-from-scratch"), std::string::npos);
+  EXPECT_EQ(reader.LoadLatest(/*start_over_if_all_damaged=*/true).status().code(), StatusCode::kNotFound);
+  ScratchDir empty;
+  EXPECT_EQ(CheckpointReader(FileEnv::Default(), empty.path()).LoadLatest().status().code(), StatusCode::kNotFound);
+}
 
 TEST(CheckpointReaderTest, WorksWithoutIndexAndIgnoresTempDirectories) {
   ScratchDir dir;

@@ -122,8 +122,9 @@ void CheckpointReader::CrossCheckIndex(int64_t chosen_step) {
   }
 }
 
-StatusOr<LoadedCheckpoint> CheckpointReader::LoadLatest() {
+StatusOr<LoadedCheckpoint> CheckpointReader::LoadLatest(bool start_over_if_all_damaged) {
   MIRRORED_ASSIGN_OR_RETURN(std::vector<int64_t> steps, ListCheckpointSteps());
+  if (steps.empty()) return NotFoundError("no checkpoint in " + CheckpointsDir(run_dir_));
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
     StatusOr<LoadedCheckpoint> loaded = Load(*it);
     if (loaded.ok()) {
@@ -134,8 +135,16 @@ StatusOr<LoadedCheckpoint> CheckpointReader::LoadLatest() {
                           << CheckpointsDir(run_dir_) << ": " << loaded.status()
                           << (it + 1 != steps.rend() ? "; trying the previous one" : "");
   }
-  return NotFoundError("no complete checkpoint in " + CheckpointsDir(run_dir_) + " (" +
-                       std::to_string(steps.size()) + " ckpt-* directories, none valid)");
+  std::string names;
+  for (int64_t step : steps) names += (names.empty() ? "" : ", ") + CheckpointDirName(step);
+  const std::string what = "every checkpoint in " + CheckpointsDir(run_dir_) + " is damaged (" + names + ")";
+  if (start_over_if_all_damaged) {
+    MIRRORED_LOG(WARNING) << what << "; --restart-from-scratch: training from step 0, replacing them";
+    return NotFoundError(what);
+  }
+  return InvalidArgumentError(what + ": not starting over, which would replace them (a failing disk or network "
+                              "file system can make them unreadable for a while); check them, or pass "
+                              "--restart-from-scratch to train from step 0");
 }
 
 StatusOr<std::vector<CheckpointInfo>> CheckpointReader::ListComplete(std::vector<Skipped>* skipped) {

@@ -51,8 +51,13 @@ class CheckpointReader {
   // safetensors headers against the files' sizes. Same errors as Load().
   StatusOr<CheckpointInfo> Inspect(int64_t step);
   // The newest checkpoint that loads; each newer one that does not is
-  // skipped with a WARNING naming the problem. NotFound when none loads.
-  StatusOr<LoadedCheckpoint> LoadLatest();
+  // skipped with a WARNING naming the problem. NotFound when there is no
+  // checkpoint. When there are some but none loads (a disk or a network
+  // file system failing, not a fresh run): InvalidArgument naming them, so
+  // the job stops instead of training from step 0 over them, unless
+  // `start_over_if_all_damaged` (--restart-from-scratch), which says so and
+  // returns NotFound.
+  StatusOr<LoadedCheckpoint> LoadLatest(bool start_over_if_all_damaged = false);
   // A checkpoint ListComplete passed over: why, and its state.json when
   // that could be read.
   struct Skipped {

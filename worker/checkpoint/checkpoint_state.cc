@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "common/crc32c.h"
+
 namespace mirrored {
 
 nlohmann::json CheckpointState::ToJson() const {
@@ -45,6 +47,11 @@ Status CheckpointState::Validate() const {
   if (step < 0) return bad("step", "is negative (" + std::to_string(step) + ")");
   if (epoch < 0) return bad("epoch", "is negative (" + std::to_string(epoch) + ")");
   if (step_in_epoch < 0) return bad("step_in_epoch", "is negative");
+  // Every epoch takes at least one step, so neither can pass the step.
+  if (epoch > step) return bad("epoch", std::to_string(epoch) + " is past step " + std::to_string(step));
+  if (step_in_epoch > step) {
+    return bad("step_in_epoch", std::to_string(step_in_epoch) + " is past step " + std::to_string(step));
+  }
   if (world_size < 1) return bad("world_size", "must be at least 1");
   if (num_workers < 1) return bad("num_workers", "must be at least 1");
   if (global_batch_size < 0) return bad("global_batch_size", "is negative");
@@ -126,10 +133,43 @@ StatusOr<CheckpointState> CheckpointState::FromJson(const nlohmann::json& json,
   return s;
 }
 
+namespace {
+
+// CRC-32C of the state without its own checksum, as compact JSON: object
+// keys sorted, numbers in their shortest exact form, so the value read
+// back hashes to what was written.
+uint32_t StateCrc(const nlohmann::json& without_crc) {
+  const std::string canonical = without_crc.dump();
+  return Crc32c(canonical.data(), canonical.size());
+}
+
+}  // namespace
+
+std::string CheckpointState::ToJsonText() const {
+  nlohmann::json json = ToJson();
+  json[kStateCrcKey] = StateCrc(json);
+  return json.dump(2) + "\n";
+}
+
 StatusOr<CheckpointState> CheckpointState::FromJsonText(std::string_view text,
                                                         const std::string& file_name) {
   nlohmann::json json = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
   if (json.is_discarded()) return DataLossError(file_name + ": not valid JSON");
+  if (json.is_object() && json.contains(kStateCrcKey)) {  // absent before 2026-11-27
+    const nlohmann::json recorded = json[kStateCrcKey];
+    json.erase(kStateCrcKey);
+    if (!recorded.is_number_unsigned() || recorded.get<uint64_t>() != StateCrc(json)) {
+      char detail[96];
+      if (recorded.is_number_unsigned()) {
+        std::snprintf(detail, sizeof detail, "CRC-32C %08x, not the %08llx", StateCrc(json),
+                      static_cast<unsigned long long>(recorded.get<uint64_t>()));
+      } else {
+        std::snprintf(detail, sizeof detail, "CRC-32C %08x, not a number", StateCrc(json));
+      }
+      return DataLossError(file_name + " is damaged: its content has " + detail +
+                           " it was written with (a byte changed after it was written)");
+    }
+  }
   return FromJson(json, file_name);
 }
 

@@ -51,6 +51,11 @@ struct CheckpointState {
   std::map<std::string, FileDigest> files;
 
   nlohmann::json ToJson() const;
+  // state.json's text: ToJson() plus "state_crc32c", the CRC-32C of the rest
+  // (FromJsonText checks it, so one changed digit is a damaged checkpoint,
+  // not a different position in training).
+  std::string ToJsonText() const;
+  static constexpr const char* kStateCrcKey = "state_crc32c";
   // Unknown keys are ignored (newer writers); missing required keys, wrong
   // types and out-of-range values are DataLoss errors naming `file_name`
   // and the field.

@@ -200,7 +200,7 @@ Status CheckpointWriter::WriteNow(const CheckpointContents& contents) {
   CheckpointState state = contents.state;
   state.files[kModelFileName] = Digest(*model);
   state.files[kOptimizerFileName] = Digest(*optimizer);
-  const std::string state_json = state.ToJson().dump(2) + "\n";
+  const std::string state_json = state.ToJsonText();
   const auto start = std::chrono::steady_clock::now();
 
   if (!env_->FileExists(dir)) {

@@ -98,7 +98,7 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
     MIRRORED_RETURN_IF_ERROR(log.Open(options.run_dir));
     if (checkpoints) {
       CheckpointReader reader(FileEnv::Default(), options.run_dir);
-      auto latest = reader.LoadLatest();
+      auto latest = reader.LoadLatest(/*start_over_if_all_damaged=*/options.restart_from_scratch);
       if (latest.ok()) {
         if (latest->info.state.model != options.model) {
           return InvalidArgumentError("--model " + options.model + " does not match the run directory's checkpoint " +
