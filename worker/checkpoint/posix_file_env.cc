@@ -6,14 +6,42 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
 
 #include "common/file_system_full.h"
+#include "common/logging.h"
 
 namespace mirrored {
+namespace {
+
+// Out of file descriptors (a flood of connections to the chief's port
+// takes them, probe D8): a checkpoint or log file waits for one to be
+// freed, as gRPC drops connections that never finish their handshake,
+// instead of failing the job at once.
+constexpr auto kDescriptorWait = std::chrono::seconds(30);
+constexpr auto kDescriptorRetry = std::chrono::milliseconds(50);
+
+int OpenWaitingForDescriptor(const std::string& path, int flags, mode_t mode = 0) {
+  const auto give_up = std::chrono::steady_clock::now() + kDescriptorWait;
+  bool said = false;
+  while (true) {
+    const int fd = ::open(path.c_str(), flags, mode);
+    if (fd >= 0 || (errno != EMFILE && errno != ENFILE) || std::chrono::steady_clock::now() >= give_up) return fd;
+    if (!said) {
+      MIRRORED_LOG(WARNING) << "out of file descriptors opening " << path << "; waiting up to "
+                            << kDescriptorWait.count() << " s for one to be freed";
+      said = true;
+    }
+    std::this_thread::sleep_for(kDescriptorRetry);
+  }
+}
+
+}  // namespace
 
 Status PosixError(std::string_view op, const std::string& path, int err) {
   // A full disk is said as such, with the space left (an Internal error:
@@ -84,7 +112,7 @@ FileEnv* FileEnv::Default() {
 }
 
 StatusOr<std::unique_ptr<WritableFile>> PosixFileEnv::NewWritableFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = OpenWaitingForDescriptor(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return PosixError("create", path, errno);
   return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd));
 }
@@ -104,7 +132,7 @@ Status PosixFileEnv::CreateDir(const std::string& path) {
 }
 
 Status PosixFileEnv::SyncDir(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = OpenWaitingForDescriptor(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return PosixError("open directory", path, errno);
   int rc = ::fsync(fd);
   int err = errno;
@@ -162,7 +190,7 @@ StatusOr<std::string> PosixFileEnv::ReadFile(const std::string& path) {
 }
 
 StatusOr<std::string> PosixFileEnv::ReadFilePrefix(const std::string& path, uint64_t max_bytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = OpenWaitingForDescriptor(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return PosixError("open", path, errno);
   struct stat st;
   if (::fstat(fd, &st) != 0) {

@@ -13,6 +13,8 @@
 
 #include "common/launcher_environment.h"
 #include "common/logging.h"
+#include "common/open_file_limit.h"
+#include "worker/coordination/server_limits.h"
 
 namespace mirrored::coordination {
 
@@ -114,6 +116,8 @@ StatusOr<std::unique_ptr<CoordinationServer>> CoordinationServer::Start(
   // gRPC turns SO_REUSEPORT on by default on Linux: two servers could then
   // share one port and split the job's calls between them.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  ApplyConnectionLimits(builder);
+  RaiseOpenFileLimit();
   builder.RegisterService(&server->handler_);
   server->server_ = builder.BuildAndStart();
   if (!server->server_ || selected_port == 0) {
