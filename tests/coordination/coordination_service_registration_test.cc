@@ -41,7 +41,24 @@ TEST_F(CoordinationServiceTest, RegistrationWaitsForAllAndAssignsRanks) {
   EXPECT_EQ(v.tasks[1].rank_offset, 2);
   EXPECT_EQ(v.tasks[2].rank_offset, 4);
   EXPECT_FALSE(v.device_counts_match);  // allowed, and reported
-  EXPECT_EQ(v.nccl_unique_id, std::string(128, 'a'));
+  // CPU replicas: no NCCL id is made (no bootstrap listener in the chief,
+  // probe D11); the 128 bytes in its place are random.
+  EXPECT_EQ(v.nccl_unique_id.size(), 128u);
+  EXPECT_EQ(ids_made_, 0);
+}
+
+TEST_F(CoordinationServiceTest, OnlyAJobWithGpuReplicasGetsAnNcclId) {
+  auto s = Make({"worker:0", "worker:1"});
+  std::vector<std::optional<StatusOr<RegisteredView>>> views(2);
+  for (int i = 0; i < 2; ++i) {
+    s->RegisterTaskAsync({.task = "worker:" + std::to_string(i), .incarnation = uint64_t(i) + 1, .device_count = 8,
+                          .gpu = true},
+                         [&views, i](const auto& v) { views[i] = v; });
+  }
+  ASSERT_TRUE(views[0] && views[0]->ok() && views[1] && views[1]->ok());
+  EXPECT_EQ((*views[0])->view.nccl_unique_id, std::string(128, 'a'));
+  EXPECT_EQ((*views[1])->view.nccl_unique_id, std::string(128, 'a'));
+  EXPECT_EQ(ids_made_, 1);
 }
 
 TEST_F(CoordinationServiceTest, RegistrationTimeoutNamesMissingTasks) {

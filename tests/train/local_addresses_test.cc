@@ -38,3 +38,18 @@ TEST(LocalAddressesTest, AnIpLiteralResolves) {
 
 }  // namespace
 }  // namespace mirrored
+
+namespace mirrored {
+namespace {
+
+// Probe D11: NCCL's bootstrap listener opened on the external interface.
+// GPU tasks pin NCCL to the interface that holds their address.
+TEST(LocalAddressesTest, InterfaceNameOfAnAddressOfThisHost) {
+  EXPECT_EQ(InterfaceNameOf("127.0.0.1"), "lo");
+  EXPECT_EQ(InterfaceNameOf("127.0.1.1"), "lo");  // Debian's own-name alias
+  EXPECT_EQ(InterfaceNameOf("192.0.2.99"), "");   // TEST-NET-1: no host holds it
+  EXPECT_EQ(InterfaceNameOf("not-an-address"), "");
+}
+
+}  // namespace
+}  // namespace mirrored

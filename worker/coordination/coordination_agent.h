@@ -44,6 +44,7 @@ struct CoordinationAgentOptions {
   std::string service_address;     // "host:port" of the chief's service
   std::string task_name;           // "worker:1"
   int device_count = 1;            // local GPUs or CPU replicas
+  bool gpu = false;                // they are GPUs: the job needs a real NCCL id
   std::string job_token;           // MIRRORED_JOB_TOKEN
   std::string service_task;        // task hosting the service, for messages ("chief:0")
   std::string cluster;             // RegisterRequest.cluster: this task's view of the job ("": not checked)

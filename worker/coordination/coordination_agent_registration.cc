@@ -38,6 +38,7 @@ Status CoordinationAgent::Connect() {
   req.set_device_count(options_.device_count);
   req.set_cluster(options_.cluster);
   req.set_restarted(options_.restarted);
+  req.set_gpu(options_.gpu);
   // Said, since the call lasts until every task came (a late or missing one
   // would otherwise leave this task silent for the registration timeout).
   MIRRORED_LOG(INFO) << "registering with " << ServiceName() << "; waiting for every task of the job (up to "

@@ -155,7 +155,8 @@ grpc::ServerUnaryReactor* CoordinationRpcHandler::Register(grpc::CallbackServerC
                                .device_count = req->device_count(),
                                .cluster = req->cluster(),
                                .peer = ctx->peer(),
-                               .restarted = req->restarted()},
+                               .restarted = req->restarted(),
+                               .gpu = req->gpu()},
                               [reactor, resp](const StatusOr<RegisteredView>& v) {
                                 if (v.ok()) ToProto(*v, resp);
                                 reactor->Finish(ToGrpcStatus(v.status()));

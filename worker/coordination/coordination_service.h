@@ -130,6 +130,7 @@ class CoordinationService {
     std::string cluster = {};  // the training tasks its TF_CONFIG lists, "chief:0, worker:0" ("": not compared)
     std::string peer = {};     // gRPC's name of the caller, "ipv4:10.0.0.2:41234" ("": unknown, in tests)
     bool restarted = false;    // started again by its launcher: the task's earlier process has ended
+    bool gpu = false;          // its replicas are GPUs (the job then needs a real NCCL id)
   };
   void RegisterTaskAsync(const Registration& registration, RegisterCallback done);
 
@@ -234,6 +235,7 @@ class CoordinationService {
     TaskState state = TaskState::kUnregistered;
     uint64_t incarnation = 0;
     int device_count = 0;
+    bool gpu = false;
     int64_t last_heartbeat_ms = 0;
     uint64_t collectives = 0;    // as its last heartbeat said
     int64_t progress_ms = 0;     // when `collectives` last changed

@@ -5,12 +5,14 @@
 // service is in coordination_service.cc.
 #include "worker/coordination/coordination_service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <utility>
 
 #include "common/logging.h"
 #include "common/seconds_text.h"
+#include "worker/coordination/nccl_unique_id.h"
 #include "worker/coordination/peer_host.h"
 #include "worker/coordination/task_claim.h"
 
@@ -24,7 +26,7 @@ constexpr int64_t kWaitingClaimForgottenAfterMs = 10000;
 }  // namespace
 
 void CoordinationService::RegisterTaskAsync(const Registration& registration, RegisterCallback done) {
-  const auto& [task, incarnation, device_count, cluster, peer, restarted] = registration;
+  const auto& [task, incarnation, device_count, cluster, peer, restarted, gpu] = registration;
   const std::string host = peer.empty() ? "" : PeerHost(peer);
   Deferred deferred;
   Status immediate;
@@ -162,6 +164,7 @@ void CoordinationService::TakeTaskLocked(int index, const Registration& registra
   t.state = TaskState::kConnected;
   t.incarnation = registration.incarnation;
   t.device_count = registration.device_count;
+  t.gpu = registration.gpu;
   t.host = host;
   pending_registrations_.emplace_back(index, std::move(done));
   bool all = true;
@@ -176,7 +179,8 @@ bool CoordinationService::ListedAt(int index, const std::string& peer_host) cons
 
 void CoordinationService::CompleteRegistrationLocked(Deferred* deferred) {
   StatusOr<ClusterView> view = [&]() -> StatusOr<ClusterView> {
-    MIRRORED_ASSIGN_OR_RETURN(std::string id, options_.make_nccl_unique_id());
+    const bool any_gpu = std::any_of(tasks_.begin(), tasks_.end(), [](const Task& t) { return t.gpu; });
+    MIRRORED_ASSIGN_OR_RETURN(std::string id, any_gpu ? options_.make_nccl_unique_id() : RandomUniqueIdBytes());
     std::vector<std::string> names;
     std::vector<int> counts;
     for (const Task& t : tasks_) {

@@ -10,6 +10,16 @@
 
 namespace mirrored::coordination {
 
+StatusOr<std::string> RandomUniqueIdBytes() {
+  std::random_device rd;
+  std::string id(kNcclUniqueIdBytes, '\0');
+  for (size_t i = 0; i < kNcclUniqueIdBytes; i += 4) {
+    const unsigned int r = rd();
+    for (size_t b = 0; b < 4 && i + b < kNcclUniqueIdBytes; ++b) id[i + b] = static_cast<char>(r >> (8 * b));
+  }
+  return id;
+}
+
 #if MIRRORED_WITH_CUDA
 static_assert(sizeof(ncclUniqueId) == kNcclUniqueIdBytes, "ncclUniqueId size changed");
 
@@ -25,15 +35,7 @@ StatusOr<std::string> GenerateNcclUniqueId() {
 
 bool NcclUniqueIdIsReal() { return true; }
 #else
-StatusOr<std::string> GenerateNcclUniqueId() {
-  std::random_device rd;
-  std::string id(kNcclUniqueIdBytes, '\0');
-  for (size_t i = 0; i < kNcclUniqueIdBytes; i += 4) {
-    const unsigned int r = rd();
-    for (size_t b = 0; b < 4 && i + b < kNcclUniqueIdBytes; ++b) id[i + b] = static_cast<char>(r >> (8 * b));
-  }
-  return id;
-}
+StatusOr<std::string> GenerateNcclUniqueId() { return RandomUniqueIdBytes(); }
 
 bool NcclUniqueIdIsReal() { return false; }
 #endif

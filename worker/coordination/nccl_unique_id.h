@@ -21,6 +21,10 @@ inline constexpr size_t kNcclUniqueIdBytes = 128;
 // Errors: Internal when ncclGetUniqueId fails (the message has NCCL's text).
 StatusOr<std::string> GenerateNcclUniqueId();
 
+// 128 random bytes in the id's place, for a job without GPU replicas: no
+// NCCL listener is opened for it.
+StatusOr<std::string> RandomUniqueIdBytes();
+
 // True when GenerateNcclUniqueId calls the real NCCL.
 bool NcclUniqueIdIsReal();
 

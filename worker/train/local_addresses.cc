@@ -1,6 +1,7 @@
 #include "worker/train/local_addresses.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -107,6 +108,33 @@ std::string GlooInterfaceAddress(const std::optional<HostPort>& mine, const Host
   }
   freeaddrinfo(found);
   return result;
+}
+
+}  // namespace mirrored
+
+namespace mirrored {
+
+std::string InterfaceNameOf(const std::string& address) {
+  in_addr v4{};
+  in6_addr v6{};
+  const bool is_v4 = inet_pton(AF_INET, address.c_str(), &v4) == 1;
+  if (!is_v4 && inet_pton(AF_INET6, address.c_str(), &v6) != 1) return "";
+  ifaddrs* all = nullptr;
+  if (getifaddrs(&all) != 0) return "";
+  std::string name;
+  for (ifaddrs* i = all; i != nullptr && name.empty(); i = i->ifa_next) {
+    if (i->ifa_addr == nullptr) continue;
+    if (is_v4 && i->ifa_addr->sa_family == AF_INET) {
+      if (reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr == v4.s_addr) name = i->ifa_name;
+    } else if (!is_v4 && i->ifa_addr->sa_family == AF_INET6) {
+      const in6_addr& a = reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr;
+      if (std::equal(a.s6_addr, a.s6_addr + 16, v6.s6_addr)) name = i->ifa_name;
+    }
+  }
+  freeifaddrs(all);
+  // 127.0.0.2 and the like answer on lo without being listed on it.
+  if (name.empty() && is_v4 && (ntohl(v4.s_addr) >> 24) == 127) name = "lo";
+  return name;
 }
 
 }  // namespace mirrored

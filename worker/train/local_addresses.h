@@ -36,4 +36,10 @@ std::string NonLocalAddresses(const std::vector<std::string>& addresses);
 // 127.0.1.1) that no other host can reach.
 std::string GlooInterfaceAddress(const std::optional<HostPort>& mine, const HostPort& peer);
 
+// The name of this host's network interface that holds `address` (an IP
+// literal, as GlooInterfaceAddress returns): "lo" for 127.0.0.1, "eth0"...;
+// "" when none does. NCCL's sockets are pinned to it (NCCL_SOCKET_IFNAME),
+// so its bootstrap listener does not open on whatever interface NCCL picks.
+std::string InterfaceNameOf(const std::string& address);
+
 }  // namespace mirrored

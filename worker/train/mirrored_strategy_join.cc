@@ -26,6 +26,7 @@
 #include "worker/coordination/nccl_unique_id.h"
 #include "worker/train/join_attempt.h"
 #include "worker/train/local_addresses.h"
+#include "worker/train/nccl_interface.h"
 #include "worker/train/preemption.h"
 #include "worker/train/terminate_handler.h"
 
@@ -85,6 +86,7 @@ Status MirroredStrategy::Join(const ClusterConfig& config, const StrategyOptions
                           << " (--device auto found GPUs; pass --device cpu for CPU replicas)";
   }
   local_replicas_ = devices_.local_replicas();
+  if (devices_.gpu) PinNcclSocketInterface(config);
   std::vector<int> replicas_per_process = {local_replicas_};
   int process_rank = 0;
   std::string nccl_unique_id;
@@ -144,6 +146,7 @@ Status MirroredStrategy::Join(const ClusterConfig& config, const StrategyOptions
     }
     ao.task_name = task_name_;
     ao.device_count = local_replicas_;
+    ao.gpu = devices_.gpu;
     ao.job_token = options.job_token;
     ao.service_task = chief.ToString();
     ao.cluster = cluster;
