@@ -11,5 +11,10 @@ command -v ninja >/dev/null && [ ! -f "$build_dir/Makefile" ] && generator=(-G N
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
   -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+# The commit-message check (CONTRIBUTING.md), in a git checkout that has
+# no hooks of its own configured.
+if [ -d .git ] || [ -f .git ]; then
+  [ -n "$(git config core.hooksPath 2>/dev/null)" ] || git config core.hooksPath scripts/git-hooks
+fi
 cmake -S . -B "$build_dir" "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE:-RelWithDebInfo} "$@"
 cmake --build "$build_dir" --parallel "$(nproc)"
