@@ -15,6 +15,15 @@ inline constexpr char kGenerationVariable[] = "MIRRORED_GENERATION";
 inline constexpr char kTrainingEndedVariable[] = "MIRRORED_TRAINING_ENDED";
 // The secret every task of a job presents to its coordination service.
 inline constexpr char kJobTokenVariable[] = "MIRRORED_JOB_TOKEN";
+// TLS of the coordination service (docs/security.md): the files a task
+// reads (PEM), as mirrored-worker's --tls-ca, --tls-cert, --tls-key,
+// --tls-server-name and --tls-client-auth (the flags win).
+inline constexpr char kTlsVariablePrefix[] = "MIRRORED_TLS_";
+inline constexpr char kTlsCaVariable[] = "MIRRORED_TLS_CA";
+inline constexpr char kTlsCertVariable[] = "MIRRORED_TLS_CERT";
+inline constexpr char kTlsKeyVariable[] = "MIRRORED_TLS_KEY";
+inline constexpr char kTlsServerNameVariable[] = "MIRRORED_TLS_SERVER_NAME";
+inline constexpr char kTlsClientAuthVariable[] = "MIRRORED_TLS_CLIENT_AUTH";
 // Set to 1 (or true, yes, on): check that every task runs the same
 // collectives (StrategyOptions::check_collectives).
 inline constexpr char kCheckCollectivesVariable[] = "MIRRORED_CHECK_COLLECTIVES";
