@@ -48,7 +48,8 @@ CoordinationAgent::CoordinationAgent(CoordinationAgentOptions options)
     : options_(std::move(options)),
       incarnation_(NewIncarnation()),
       client_(options_.channel ? options_.channel
-                               : CoordinationClient::MakeChannel(options_.service_address),
+                               : CoordinationClient::MakeChannel(options_.service_address, false, options_.tls,
+                                                                 options_.tls_server_name),
               options_.job_token, options_.service_address) {}
 
 CoordinationAgent::~CoordinationAgent() { StopThreads(); }

@@ -68,6 +68,10 @@ struct CoordinationAgentOptions {
   std::function<bool()> stop_waiting;
   int64_t rpc_timeout_ms = 10000;           // calls that do not wait (set, heartbeat)
   int64_t shutdown_timeout_ms = 60 * 1000;  // exit barrier
+  // TLS to the service (default: plaintext), and the name its certificate
+  // must carry when not the host of service_address (see MakeChannel).
+  TlsCredentials tls;
+  std::string tls_server_name;
   // Use this channel instead of opening one (e.g. many agents in one process).
   std::shared_ptr<grpc::Channel> channel;
   // The clock by which the agent tells that its own process did not run

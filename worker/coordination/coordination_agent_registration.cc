@@ -20,6 +20,12 @@ namespace {
 
 std::chrono::steady_clock::time_point Now() { return std::chrono::steady_clock::now(); }
 
+// How often a registration waiting for the job looks at a stop request, and
+// (over TLS) whether the channel fails its handshake.
+constexpr std::chrono::milliseconds kStopCheckInterval{100};
+constexpr std::chrono::milliseconds kTlsHandshakeCheckInterval{1000};
+constexpr int kTlsHandshakeChecksToFail = 2;
+
 }  // namespace
 
 Status CoordinationAgent::Connect() {
@@ -94,20 +100,37 @@ Status CoordinationAgent::Connect() {
 StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterUnlessStopped(const rpc::RegisterRequest& req,
                                                                          int64_t timeout_ms, bool* stopped_out) {
   *stopped_out = false;
-  if (!options_.stop_waiting) return client_.Register(req, timeout_ms);
+  if (!options_.stop_waiting && !options_.tls.enabled()) return client_.Register(req, timeout_ms);
   // The call lasts until every task registered (minutes, if one is late):
-  // a stop signal meanwhile (options_.stop_waiting) cancels it.
+  // a stop signal meanwhile (options_.stop_waiting) cancels it, and so does
+  // a TLS handshake that fails (it would fail the same way until the
+  // deadline: a certificate is wrong).
   std::mutex mu;
   std::condition_variable cv;
   bool done = false, stopped = false;
+  std::string handshake_failure;
   std::thread watcher([&] {
     std::unique_lock<std::mutex> lock(mu);
+    auto next_tls_check = Now() + kTlsHandshakeCheckInterval;
+    int failed_checks = 0;  // in a row: one may catch a chief restarting
     while (!done) {
-      if (cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return done; })) break;
-      if (options_.stop_waiting()) {
+      if (cv.wait_for(lock, kStopCheckInterval, [&] { return done; })) break;
+      if (options_.stop_waiting && options_.stop_waiting()) {
         stopped = true;
         client_.CancelAll();
         break;
+      }
+      if (options_.tls.enabled() && Now() >= next_tls_check) {
+        next_tls_check = Now() + kTlsHandshakeCheckInterval;
+        lock.unlock();
+        std::string failure = client_.TlsHandshakeFailure(options_.tls.has_certificate());
+        lock.lock();
+        failed_checks = failure.empty() ? 0 : failed_checks + 1;
+        if (failed_checks >= kTlsHandshakeChecksToFail) {
+          handshake_failure = std::move(failure);
+          client_.CancelAll();
+          break;
+        }
       }
     }
   });
@@ -118,6 +141,7 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterUnlessStopped(const r
   }
   cv.notify_all();
   watcher.join();
+  if (!handshake_failure.empty()) return TlsHandshakeFailed(options_.task_name, ServiceName(), handshake_failure);
   if (stopped) {
     // Even if the call succeeded meanwhile: the client's calls are
     // cancelled from now on, and the task is stopping.

@@ -4,26 +4,40 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 
+#include <cctype>
 #include <chrono>
 
 #include "worker/coordination/coordination_rpc_handler.h"
 #include "worker/coordination/grpc_status.h"
 
 namespace mirrored::coordination {
+namespace {
+
+// A probe of a channel failing to connect returns at once; the bound only
+// guards against a channel that connects meanwhile and a slow answer.
+constexpr std::chrono::milliseconds kTlsProbeTimeout{2000};
+
+}  // namespace
 
 std::shared_ptr<grpc::Channel> CoordinationClient::MakeChannel(const std::string& address,
-                                                               bool separate_connection) {
+                                                               bool separate_connection, const TlsCredentials& tls,
+                                                               const std::string& tls_name) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   if (separate_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  // Only a name given explicitly overrides the one gRPC checks (the host of
+  // `address`).
+  const std::string& name = !tls.server_name().empty() ? tls.server_name() : tls_name;
+  if (tls.enabled() && !name.empty()) args.SetSslTargetNameOverride(name);
+  return grpc::CreateCustomChannel(address, tls.ChannelCredentials(), args);
 }
 
 CoordinationClient::CoordinationClient(std::shared_ptr<grpc::Channel> channel,
                                        std::string job_token, std::string address_for_messages)
-    : stub_(rpc::CoordinationService::NewStub(channel)),
+    : channel_(channel),
+      stub_(rpc::CoordinationService::NewStub(channel)),
       job_token_(std::move(job_token)),
       address_(std::move(address_for_messages)) {}
 
@@ -72,6 +86,30 @@ std::string CoordinationClient::Context(const char* name, const grpc::Status& g,
                "chief's host:port in the cluster)";
   }
   return context;
+}
+
+std::string CoordinationClient::TlsHandshakeFailure(bool presents_certificate) {
+  if (channel_->GetState(/*try_to_connect=*/false) != GRPC_CHANNEL_TRANSIENT_FAILURE) return "";
+  // Fails at once with the last connection error (no wait_for_ready); were
+  // the channel to connect meanwhile, the service refuses it (no token).
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + kTlsProbeTimeout);
+  rpc::ProgressRequest req;
+  rpc::ProgressResponse resp;
+  const grpc::Status g = stub_->Progress(&ctx, req, &resp);
+  if (g.error_code() != grpc::StatusCode::UNAVAILABLE) return "";
+  std::string lower = g.error_message();
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const bool tls = lower.find("handshake") != std::string::npos || lower.find("ssl") != std::string::npos ||
+                   lower.find("certificate") != std::string::npos || lower.find("tls") != std::string::npos;
+  if (tls) return g.error_message();
+  // Under TLS 1.3 a client's handshake ends before the server checks the
+  // client's certificate: a chief requiring one closes the connection then.
+  if (!presents_certificate && lower.find("socket closed") != std::string::npos) {
+    return g.error_message() + "; the chief closes the connection after the handshake: it requires a client "
+                               "certificate (mutual TLS), and this task presents none";
+  }
+  return "";
 }
 
 StatusOr<rpc::RegisterResponse> CoordinationClient::Register(const rpc::RegisterRequest& req,

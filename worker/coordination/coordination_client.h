@@ -19,6 +19,7 @@
 
 #include "common/status.h"
 #include "proto/coordination.grpc.pb.h"
+#include "worker/coordination/tls_credentials.h"
 
 namespace mirrored::coordination {
 
@@ -27,8 +28,13 @@ class CoordinationClient {
   // A channel with fast reconnects (100 ms..1 s) so a task started before
   // the chief connects soon after the chief is up. `separate_connection`
   // gives the channel its own TCP connection instead of gRPC's shared one.
+  // `tls` enabled: a TLS channel that verifies the chief's certificate for
+  // the name tls.server_name(), else `tls_name`, else the host of `address`
+  // (a chief dialling itself over loopback names its own host).
   static std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
-                                                    bool separate_connection = false);
+                                                    bool separate_connection = false,
+                                                    const TlsCredentials& tls = TlsCredentials(),
+                                                    const std::string& tls_name = "");
 
   CoordinationClient(std::shared_ptr<grpc::Channel> channel, std::string job_token,
                      std::string address_for_messages = "");
@@ -51,6 +57,14 @@ class CoordinationClient {
   Status Barrier(const rpc::BarrierRequest& req, int64_t timeout_ms);
   Status Shutdown(const rpc::ShutdownRequest& req, int64_t timeout_ms);
 
+  // What gRPC says of the channel's last failed connection when its TLS
+  // handshake failed (the chief's certificate refused here, or this task's
+  // by the chief; `presents_certificate`: whether this task has one); ""
+  // otherwise: connected, still trying, or refused for another reason (the
+  // chief not up yet). Probes only a channel that is failing to connect,
+  // with a call that carries no token.
+  std::string TlsHandshakeFailure(bool presents_certificate);
+
   // Cancels every in-flight call, and every later one at its start — except
   // ReportError, which must reach the service even while the agent stops.
   void CancelAll();
@@ -65,6 +79,7 @@ class CoordinationClient {
   Status Call(const char* name, Method method, const Req& req, Resp* resp, int64_t timeout_ms,
               bool wait_for_ready = false, bool cancellable = true);
 
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<rpc::CoordinationService::Stub> stub_;
   const std::string job_token_;
   const std::string address_;

@@ -86,14 +86,15 @@ Status BindError(const std::string& listen_address, int err) {
 
 StatusOr<std::unique_ptr<CoordinationServer>> CoordinationServer::Start(
     const std::string& listen_address, std::string job_token,
-    coordination::CoordinationService* service) {
+    coordination::CoordinationService* service, const TlsCredentials& tls) {
   const size_t colon = listen_address.rfind(':');
   if (colon == std::string::npos || colon + 1 == listen_address.size()) {
     return InvalidArgumentError("coordination service address \"" + listen_address +
                                 "\" has no port (expected host:port)");
   }
+  MIRRORED_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, tls.ServerCredentials());
   // mirrored-launch has said it already, on its console.
-  if (job_token.empty() && !LauncherGeneration()) {
+  if (job_token.empty() && !tls.requires_client_certificate() && !LauncherGeneration()) {
     MIRRORED_LOG(WARNING) << "coordination service at " << listen_address
                           << " runs without a job token: anyone who can reach it can join or "
                              "disturb the job (set MIRRORED_JOB_TOKEN)";
@@ -112,7 +113,7 @@ StatusOr<std::unique_ptr<CoordinationServer>> CoordinationServer::Start(
   std::unique_ptr<CoordinationServer> server(new CoordinationServer(service, std::move(job_token)));
   grpc::ServerBuilder builder;
   int selected_port = 0;
-  builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(), &selected_port);
+  builder.AddListeningPort(listen_address, credentials, &selected_port);
   // gRPC turns SO_REUSEPORT on by default on Linux: two servers could then
   // share one port and split the job's calls between them.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -126,7 +127,12 @@ StatusOr<std::unique_ptr<CoordinationServer>> CoordinationServer::Start(
   }
   server->port_ = selected_port;
   server->bound_address_ = listen_address.substr(0, colon + 1) + std::to_string(selected_port);
+  // The address ends the line (scripts look for it there), then what is
+  // served over TLS says so.
   MIRRORED_LOG(INFO) << "coordination service listening on " << server->bound_address_;
+  if (tls.enabled()) {
+    MIRRORED_LOG(INFO) << "the coordination service speaks " << tls.Describe();
+  }
   return server;
 }
 

@@ -17,6 +17,7 @@
 #include "common/status.h"
 #include "worker/coordination/coordination_rpc_handler.h"
 #include "worker/coordination/coordination_service.h"
+#include "worker/coordination/tls_credentials.h"
 
 namespace mirrored::coordination {
 
@@ -24,12 +25,15 @@ class CoordinationServer {
  public:
   // Serves `service` (not owned; must outlive the server) at
   // `listen_address` ("host:port"; port 0 picks a free port). An empty
-  // `job_token` serves anyone and logs a warning.
-  // Errors: InvalidArgument (no ":port"); Unavailable naming the address
-  // when it cannot be bound (port in use, or host not local).
+  // `job_token` serves anyone and logs a warning, unless `tls` requires
+  // client certificates. `tls` enabled: serves TLS with its certificate.
+  // Errors: InvalidArgument (no ":port"; TLS without a certificate);
+  // Unavailable naming the address when it cannot be bound (port in use, or
+  // host not local).
   static StatusOr<std::unique_ptr<CoordinationServer>> Start(const std::string& listen_address,
                                                              std::string job_token,
-                                                             coordination::CoordinationService* service);
+                                                             coordination::CoordinationService* service,
+                                                             const TlsCredentials& tls = TlsCredentials());
   ~CoordinationServer();  // Stop()
 
   // Stops the service (failing its pending calls, so none stays open) and

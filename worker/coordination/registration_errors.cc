@@ -59,4 +59,12 @@ Status ServiceGoneWhileClaimWaiting(const std::string& task, const std::string& 
                               "(run the job again, every task of it, to go on)");
 }
 
+Status TlsHandshakeFailed(const std::string& task, const std::string& service_name, const std::string& grpc_message) {
+  return InvalidArgumentError(
+      "task " + task + ": the TLS handshake with " + service_name + " failed (" + grpc_message +
+      "): check that the chief's certificate is signed by this task's --tls-ca and names the chief's host as "
+      "TF_CONFIG gives it (or --tls-server-name), and, with mutual TLS, that this task has a certificate "
+      "(--tls-cert, --tls-key) signed by the chief's CA (docs/security.md)");
+}
+
 }  // namespace mirrored::coordination

@@ -50,4 +50,9 @@ Status ClaimWaitLastCallUnanswered(const std::string& task, int64_t timeout_ms, 
 // (`cause`): the job that ran the task has ended, or its chief is gone.
 Status ServiceGoneWhileClaimWaiting(const std::string& task, const std::string& service_name, const Status& cause);
 
+// InvalidArgument: the TLS handshake with the service fails (`grpc_message`
+// says how): a certificate, the CA or the name verified is wrong, and
+// waiting longer will not fix it.
+Status TlsHandshakeFailed(const std::string& task, const std::string& service_name, const std::string& grpc_message);
+
 }  // namespace mirrored::coordination
