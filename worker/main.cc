@@ -95,6 +95,7 @@ int RunWorker(const WorkerOptions& options) {
     return kExitSuccess;
   }
   StrategyOptions so = StrategyOptions::FromEnvironment();  // job token, restarted
+  so.tls = options.tls;  // the --tls-* flags, else MIRRORED_TLS_*
   auto device = ParseDeviceKind(options.device);
   // The error is said first: the report may wait (the chief serves it to
   // the other tasks for up to 10 s).

@@ -5,6 +5,8 @@
 
 #include "common/decimal_integer.h"
 #include "common/flag_checks.h"
+#include "common/launcher_environment.h"
+#include "worker/coordination/tls_credentials.h"
 #include "worker/model/precision.h"
 
 namespace mirrored {
@@ -26,6 +28,29 @@ Status Seconds(const char* flag, double value, bool zero_allowed = false) {
                                 CLI::detail::to_string(kMaxFlagSeconds) + " (about 30 years)");
   }
   return OkStatus();
+}
+
+// Each flag defaults to its MIRRORED_TLS_* variable (what a Kubernetes Secret
+// or a site's environment provides).
+void RegisterTlsFlags(CLI::App& app, coordination::TlsFiles& tls) {
+  app.add_option("--tls-ca", tls.ca_file,
+                 "CA certificate (PEM) to verify the chief's certificate, and the tasks' (default: $" +
+                     std::string(kTlsCaVariable) + "; none: plaintext)")
+      ->envname(kTlsCaVariable);
+  app.add_option("--tls-cert", tls.cert_file,
+                 "This task's certificate (PEM), signed by the CA: the chief serves with it, the others present "
+                 "it (default: $" + std::string(kTlsCertVariable) + ")")
+      ->envname(kTlsCertVariable);
+  app.add_option("--tls-key", tls.key_file, "The key of --tls-cert (PEM; default: $" + std::string(kTlsKeyVariable) + ")")
+      ->envname(kTlsKeyVariable);
+  app.add_option("--tls-server-name", tls.server_name,
+                 "Name the chief's certificate must carry, when not its TF_CONFIG host (default: $" +
+                     std::string(kTlsServerNameVariable) + ")")
+      ->envname(kTlsServerNameVariable);
+  app.add_option("--tls-client-auth", tls.client_auth,
+                 "require (the default): the chief refuses tasks without a certificate of the CA; none: it asks "
+                 "for none ($" + std::string(kTlsClientAuthVariable) + ")")
+      ->envname(kTlsClientAuthVariable);
 }
 
 }  // namespace
@@ -100,6 +125,7 @@ void WorkerOptions::Register(CLI::App& app) {
   app.add_option("--heartbeat-interval", heartbeat_interval_sec, "Seconds between heartbeats")->capture_default_str();
   app.add_option("--heartbeat-timeout", heartbeat_timeout_sec, "Seconds of silence before a task is lost")
       ->capture_default_str();
+  RegisterTlsFlags(app, tls);
   app.add_option("--poll-interval", poll_interval_sec, "Evaluator: seconds between checkpoint scans")
       ->capture_default_str();
   app.add_option("--max-evaluations", max_evaluations, "Evaluator: stop after N evaluations (0: at the final)")
@@ -155,6 +181,7 @@ Status WorkerOptions::Validate() const {
                                 " must be longer than --heartbeat-interval " +
                                 CLI::detail::to_string(heartbeat_interval_sec));
   }
+  MIRRORED_RETURN_IF_ERROR(coordination::TlsCredentials::Load(tls).status());
   if (max_evaluations < 0) {
     return InvalidArgumentError("--max-evaluations " + std::to_string(max_evaluations) + " must not be negative");
   }

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "worker/coordination/tls_files.h"
 
 namespace mirrored {
 
@@ -55,13 +56,19 @@ struct WorkerOptions {
   double heartbeat_interval_sec = 1;
   double heartbeat_timeout_sec = 5;
 
+  // TLS of the coordination service (docs/security.md): --tls-ca, --tls-cert,
+  // --tls-key, --tls-server-name, --tls-client-auth; each defaults to its
+  // MIRRORED_TLS_* variable.
+  coordination::TlsFiles tls;
+
   // Evaluator.
   double poll_interval_sec = 1;
   int64_t max_evaluations = 0;    // 0: until the final checkpoint
   double eval_timeout_sec = 0;    // 0: no limit
 
   void Register(CLI::App& app);
-  // InvalidArgument naming the flag and the value.
+  // InvalidArgument naming the flag and the value (for TLS, the file and
+  // what is wrong with it: TlsCredentials::Load).
   Status Validate() const;
   // The learning rate to use (the flag, or the optimizer's default).
   double EffectiveLearningRate() const;

@@ -42,7 +42,11 @@ void ServeFailureBeforeJoining(const ClusterConfig& config, const StrategyOption
     return;
   }
   // No deadline thread: nothing here waits on the service's own clock.
-  auto server = co::CoordinationServer::Start(ListenAddress(chief_address), options.job_token, service->get());
+  // TLS files that do not load were reported already (the error served here, maybe).
+  const auto tls = co::TlsCredentials::Load(options.tls);
+  if (!tls.ok()) return;
+  auto server =
+      co::CoordinationServer::Start(ListenAddress(chief_address), options.job_token, service->get(), *tls);
   if (!server.ok()) {
     MIRRORED_LOG(WARNING) << "cannot serve this error to the other tasks (" << server.status()
                           << "): they wait for it until their registration timeout";

@@ -45,7 +45,10 @@ void JoinAttempt::ReportFailure(const ClusterConfig& config, const StrategyOptio
     ServeFailureBeforeJoining(config, options, error, *chief_address, wait);
     return;
   }
-  co::CoordinationClient client(co::CoordinationClient::MakeChannel(chief_address->ToString()), options.job_token);
+  const auto tls = co::TlsCredentials::Load(options.tls);
+  if (!tls.ok()) return;  // this task's own error, maybe: the chief cannot be reached without them
+  co::CoordinationClient client(co::CoordinationClient::MakeChannel(chief_address->ToString(), false, *tls),
+                                options.job_token);
   co::rpc::ReportErrorRequest req;
   req.set_task(config.task.ToString());
   req.set_incarnation(co::CoordinationService::kBeforeJoining);

@@ -106,6 +106,7 @@ Status MirroredStrategy::Join(const ClusterConfig& config, const StrategyOptions
     const TaskId chief = config.cluster.ChiefTask();
     const auto chief_address = config.cluster.AddressOf(chief);
     if (!chief_address) return InvalidArgumentError("the chief " + chief.ToString() + " has no address");
+    MIRRORED_ASSIGN_OR_RETURN(const co::TlsCredentials tls, co::TlsCredentials::Load(options.tls));
     if (config.IsChief()) {
       co::CoordinationServiceOptions so;
       so.tasks = tasks;
@@ -116,7 +117,7 @@ Status MirroredStrategy::Join(const ClusterConfig& config, const StrategyOptions
       MIRRORED_ASSIGN_OR_RETURN(service_, co::CoordinationService::Create(so));
       service_->StartDeadlineThread();
       MIRRORED_ASSIGN_OR_RETURN(server_, co::CoordinationServer::Start(ListenAddress(*chief_address),
-                                                                       options.job_token, service_.get()));
+                                                                       options.job_token, service_.get(), tls));
       // From here a failure of the join is the service's to tell (or found
       // by it); see KeepServiceIn.
       attempt.reached_service_ = true;
@@ -128,6 +129,7 @@ Status MirroredStrategy::Join(const ClusterConfig& config, const StrategyOptions
       // The chief reaches its own service over loopback: its TF_CONFIG name
       // need not resolve on its own host (the others report if they cannot).
       ao.service_address = "127.0.0.1:" + std::to_string(chief_address->port);
+      ao.tls_server_name = chief_address->host;  // its certificate's name, not 127.0.0.1's
       // Where it resolves, to no address of this host: the others reach
       // another host there (a "task" given to the wrong host; given as an
       // IP, the same mistake fails the bind).
@@ -148,6 +150,7 @@ Status MirroredStrategy::Join(const ClusterConfig& config, const StrategyOptions
     ao.device_count = local_replicas_;
     ao.gpu = devices_.gpu;
     ao.job_token = options.job_token;
+    ao.tls = tls;
     ao.service_task = chief.ToString();
     ao.cluster = cluster;
     ao.heartbeat_interval_ms = options.heartbeat_interval.count();

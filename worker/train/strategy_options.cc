@@ -11,6 +11,7 @@ namespace mirrored {
 StrategyOptions StrategyOptions::FromEnvironment() {
   StrategyOptions o;
   if (const char* token = std::getenv(kJobTokenVariable)) o.job_token = token;
+  o.tls = coordination::TlsFiles::FromEnvironment();
   if (const char* check = std::getenv(kCheckCollectivesVariable)) {
     std::string v(check);
     for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -11,6 +11,7 @@
 #include <functional>
 #include <string>
 
+#include "worker/coordination/tls_files.h"
 #include "worker/train/device_choice.h"
 
 namespace mirrored {
@@ -27,6 +28,9 @@ struct StrategyOptions {
   // ProbeGpus(). Not consulted for kCpu.
   std::function<GpuProbe()> gpu_probe;
   std::string job_token;  // MIRRORED_JOB_TOKEN
+  // TLS of the coordination service (MIRRORED_TLS_*; docs/security.md).
+  // Empty: plaintext. Files that do not load fail the join (InvalidArgument).
+  coordination::TlsFiles tls;
   // This task was restarted by its launcher (MIRRORED_GENERATION > 0): a
   // coordination service that answers its registration with the job's
   // failure still runs the generation that failed, and the task waits
@@ -48,7 +52,7 @@ struct StrategyOptions {
   bool check_collectives = false;
 
   // What mirrored-launch tells each task in its environment: the job token
-  // (MIRRORED_JOB_TOKEN) and whether the task was restarted
+  // (MIRRORED_JOB_TOKEN), its TLS files (MIRRORED_TLS_*) and whether the task was restarted
   // (MIRRORED_GENERATION > 0), and MIRRORED_CHECK_COLLECTIVES. Start from
   // this in your own program.
   static StrategyOptions FromEnvironment();
