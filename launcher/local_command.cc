@@ -11,6 +11,7 @@
 #include "launcher/job/local_job_plan.h"
 #include "launcher/dry_run.h"
 #include "launcher/supervised_run.h"
+#include "launcher/tls/tls_file_set.h"
 
 namespace mirrored {
 
@@ -42,6 +43,9 @@ void LocalCommand::Register(CLI::App& app) {
                           "Seconds between SIGTERM and SIGKILL when stopping tasks")
       ->capture_default_str();
   subcommand_->add_flag("--dry-run", dry_run_, "Print each task's command, TF_CONFIG and environment; start nothing");
+  subcommand_->add_flag("--no-tls", no_tls_,
+                        "Serve the coordination service in plaintext (default: TLS with a CA made for the job in "
+                        "RUN_DIR/tls)");
   subcommand_->add_option("--worker-binary", worker_binary_,
                           "mirrored-worker to start (default: $MIRRORED_WORKER_BINARY, else the one beside "
                           "mirrored-launch)");
@@ -143,6 +147,13 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
     err << "mirrored-launch: error: " << claim.status().message() << "\n";
     return ExitCodeFor(claim.status());
   }
+  // The tasks meet over TLS with certificates of a CA made for this job
+  // alone (docs/security.md).
+  auto task_env = no_tls_ ? StatusOr<std::vector<std::string>>(env) : WithLocalJobTls(options.run_dir, env);
+  if (!task_env.ok()) {
+    err << "mirrored-launch: error: " << task_env.status().message() << "\n";
+    return ExitCodeFor(task_env.status());
+  }
   err << "mirrored-launch: local job: " << plan->workers() << " worker(s)" << (evaluator_ ? " + evaluator" : "")
       << ", run directory " << options.run_dir << ", coordination service at " << plan->coordinator_address()
       << "\n";
@@ -151,7 +162,7 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
                            .grace_period = std::chrono::milliseconds(static_cast<long>(grace_period_sec_ * 1000)),
                            .launcher_log = "launcher.log",
                            .sees_checkpoints = true};
-  return RunSupervised(run, [&](int generation) { return plan->Tasks(generation, env); });
+  return RunSupervised(run, [&](int generation) { return plan->Tasks(generation, *task_env); });
 }
 
 }  // namespace mirrored

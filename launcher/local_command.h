@@ -37,6 +37,7 @@ class LocalCommand {
   int max_restarts_ = 0;
   double grace_period_sec_ = 10;
   bool dry_run_ = false;
+  bool no_tls_ = false;       // --no-tls: the coordination service in plaintext
   std::string worker_binary_;
   std::vector<std::string> worker_args_;
 };
