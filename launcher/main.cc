@@ -8,6 +8,7 @@
 #include "common/cluster/environment_map.h"
 #include "common/status.h"
 #include "common/unknown_flags.h"
+#include "launcher/certs_command.h"
 #include "launcher/cluster_command.h"
 #include "launcher/explain_command.h"
 #include "launcher/local_command.h"
@@ -62,6 +63,8 @@ int main(int argc, char** argv) {
   cluster.Register(app);
   mirrored::ExplainCommand explain;
   explain.Register(app);
+  mirrored::CertsCommand certs;
+  certs.Register(app);
   // --version anywhere before `--` (`mirrored-launch local --version` too).
   for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
     if (std::string(argv[i]) == "--version") {
@@ -87,20 +90,20 @@ int main(int argc, char** argv) {
         std::cerr << "mirrored-launch " << first << ": error: " << unknown
                   << (unknown.find(',') == std::string::npos ? " is not a flag of `" : " are not flags of `") << first
                   << "`" << (hint.empty() ? "" : ": " + hint) << " (`mirrored-launch " << first
-                  << " --help` lists them" << (first == "explain" ? "" : "; the workers' own flags go after `--`")
+                  << " --help` lists them" << (first == "explain" || first == "certs" ? "" : "; the workers' own flags go after `--`")
                   << ")\n";
         return mirrored::kExitUsage;
       }
     }
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     if (argc > 1 && first[0] != '-' && sub == nullptr) {
-      std::cerr << "mirrored-launch: unknown subcommand \"" << first << "\": use local, cluster or explain\n";
+      std::cerr << "mirrored-launch: unknown subcommand \"" << first << "\": use local, cluster, explain or certs\n";
       return mirrored::kExitUsage;
     }
     // One line, named as the others are (`--workers: "abc" is not an integer`).
     const std::string command = sub != nullptr ? "mirrored-launch " + first : std::string("mirrored-launch");
     std::cerr << command << ": error: " << e.what() << " (" << command << " --help)\n";
-    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && first != "explain") {  // explain runs no worker
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && first != "explain" && first != "certs") {  // these run no worker
       std::cerr << "mirrored-launch: the workers' own flags go after `--`, e.g. mirrored-launch local --workers 2 "
                    "-- --model cnn --epochs 3\n";
     }
@@ -108,6 +111,7 @@ int main(int argc, char** argv) {
   }
   if (local.parsed()) return local.Run(std::cout, std::cerr);
   if (cluster.parsed()) return cluster.Run(mirrored::ProcessEnvironment(), std::cout, std::cerr);
+  if (certs.parsed()) return certs.Run(std::cout, std::cerr);
   if (explain.parsed()) {
     return explain.Run(mirrored::ProcessEnvironment(), std::cout, std::cerr);
   }
