@@ -12,6 +12,7 @@
 #include "common/flag_checks.h"
 #include "common/launcher_environment.h"
 #include "common/cluster/tf_config_parser.h"
+#include "launcher/cluster_authentication.h"
 #include "launcher/job/gpu_share.h"
 #include "launcher/job/local_job_plan.h"
 #include "launcher/dry_run.h"
@@ -45,6 +46,9 @@ void ClusterCommand::Register(CLI::App& app) {
                           "Seconds between SIGTERM and SIGKILL when stopping tasks")
       ->capture_default_str();
   subcommand_->add_flag("--dry-run", dry_run_, "Print the task's command, TF_CONFIG and environment; start nothing");
+  subcommand_->add_flag("--insecure", insecure_,
+                        "Start without MIRRORED_JOB_TOKEN or TLS client certificates although the cluster is "
+                        "reachable off this host");
   subcommand_->add_option("--worker-binary", worker_binary_,
                           "mirrored-worker to start (default: $MIRRORED_WORKER_BINARY, else the one beside "
                           "mirrored-launch)");
@@ -161,10 +165,12 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
   // What resolving the cluster noticed (the worker re-reads only the
   // TF_CONFIG made from it): said once, here.
   for (const std::string& warning : config.warnings) err << "mirrored-launch: warning: " << warning << "\n";
-  if (!Lookup(env, kJobTokenVariable)) {
-    err << "mirrored-launch: warning: MIRRORED_JOB_TOKEN is not set: the coordination service will serve "
-           "anyone who can reach it; set the same secret on every host\n";
+  std::vector<std::string> auth_warnings;  // a token or TLS client certificates off loopback (D10)
+  if (Status s = CheckClusterAuthentication(config, env, worker_args_, insecure_, &auth_warnings); !s.ok()) {
+    err << "mirrored-launch: error: " << s.message() << "\n";
+    return ExitCodeFor(s);
   }
+  for (const std::string& warning : auth_warnings) err << "mirrored-launch: warning: " << warning << "\n";
   if (std::optional<GpuShare> gpus = GpuShareOf(config, env, VisibleGpus({}))) {
     err << "mirrored-launch: " << gpus->tasks_here << " training tasks of the cluster are listed at "
         << config.cluster.AddressOf(config.task)->host << ", which has " << gpus->gpus_here << " GPU(s): "

@@ -41,6 +41,7 @@ class ClusterCommand {
   int max_restarts_ = 0;
   double grace_period_sec_ = 10;
   bool dry_run_ = false;
+  bool insecure_ = false;  // --insecure: no token nor client certificates off loopback
   std::string worker_binary_;
   std::vector<std::string> worker_args_;
 };
