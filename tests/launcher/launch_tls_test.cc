@@ -1,0 +1,147 @@
+// TLS and authentication from the command line: `certs` writes files a task
+// loads; `cluster` refuses to start off loopback without a token or client
+// certificates unless --insecure; a worker given a bad TLS file exits 2
+// naming the flag; `local` trains over TLS by default, its files mode 0600.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "launcher/process/child_process.h"
+#include "worker/coordination/tls_credentials.h"
+
+namespace mirrored {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+const std::string kLauncher = std::string(MIRRORED_BIN_DIR) + "/mirrored-launch";
+const std::string kWorker = std::string(MIRRORED_BIN_DIR) + "/mirrored-worker";
+const std::string kFakeWorker = std::string(MIRRORED_SOURCE_DIR) + "/tests/launcher/fake_worker.sh";
+// A command that only checks its inputs ends within a few seconds; a
+// 20-step local job within a minute on a loaded 2-core machine.
+constexpr auto kQuickCommandTimeout = 20s;
+constexpr auto kLocalJobTimeout = 120s;
+
+const std::string kOffLoopback =
+    R"(TF_CONFIG={"cluster":{"worker":["10.1.2.3:2222","10.1.2.4:2222"]},"task":{"type":"worker","index":0}})";
+
+class LaunchTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "launch_tls_XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Exit code (or 128 + signal), with stdout and stderr merged into *output.
+  static int Run(const std::vector<std::string>& argv, const std::vector<std::string>& env, std::string* output,
+                 std::chrono::milliseconds timeout = kQuickCommandTimeout) {
+    auto ran = ChildProcess::RunToEnd(argv, env, timeout);
+    EXPECT_TRUE(ran.ok()) << ran.status();
+    if (!ran.ok()) return -1;
+    *output = ran->second;
+    return ran->first.ShellCode();
+  }
+
+  static int Mode(const fs::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 07777) : -1;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(LaunchTlsTest, CertsWritesFilesATaskLoads) {
+  const fs::path certs = dir_ / "tls";
+  std::string out;
+  ASSERT_EQ(Run({kLauncher, "certs", certs.string(), "--hosts", "h1,node2+10.0.0.2"}, {"PATH=/usr/bin:/bin"}, &out), 0)
+      << out;
+  EXPECT_NE(out.find("export MIRRORED_TLS_CA=" + (certs / "h1/ca.pem").string()), std::string::npos) << out;
+  EXPECT_NE(out.find("export MIRRORED_TLS_KEY=" + (certs / "node2/key.pem").string()), std::string::npos) << out;
+  EXPECT_EQ(Mode(certs), 0700);
+  for (const char* host : {"h1", "node2"}) {
+    for (const char* file : {"ca.pem", "cert.pem", "key.pem"}) EXPECT_EQ(Mode(certs / host / file), 0600) << file;
+    const fs::path d = certs / host;
+    auto tls = coordination::TlsCredentials::Load(
+        {.ca_file = (d / "ca.pem").string(), .cert_file = (d / "cert.pem").string(), .key_file = (d / "key.pem").string()});
+    EXPECT_TRUE(tls.ok()) << tls.status();
+  }
+  // A second CA would invalidate the first one's files: refused.
+  EXPECT_EQ(Run({kLauncher, "certs", certs.string(), "--hosts", "h3"}, {}, &out), 2) << out;
+  EXPECT_NE(out.find("ca.pem exists"), std::string::npos) << out;
+  EXPECT_EQ(Run({kLauncher, "certs", (dir_ / "bad").string(), "--hosts", "h1,a b"}, {}, &out), 2) << out;
+  EXPECT_NE(out.find("\"a b\" is neither a host name nor an IP address"), std::string::npos) << out;
+}
+
+TEST_F(LaunchTlsTest, ClusterOffLoopbackNeedsATokenOrCertificates) {
+  const std::vector<std::string> dry_run = {kLauncher, "cluster", "--run-dir", (dir_ / "run").string(), "--dry-run",
+                                            "--worker-binary", kFakeWorker};
+  std::string out;
+  EXPECT_EQ(Run(dry_run, {"PATH=/usr/bin:/bin", kOffLoopback}, &out), 2) << out;
+  EXPECT_NE(out.find("nothing authenticates the tasks"), std::string::npos) << out;
+  EXPECT_NE(out.find("export MIRRORED_JOB_TOKEN="), std::string::npos) << out;
+  EXPECT_NE(out.find("--insecure"), std::string::npos) << out;
+
+  std::vector<std::string> insecure = dry_run;
+  insecure.push_back("--insecure");
+  EXPECT_EQ(Run(insecure, {"PATH=/usr/bin:/bin", kOffLoopback}, &out), 0) << out;
+  EXPECT_NE(out.find("warning: --insecure"), std::string::npos) << out;
+
+  EXPECT_EQ(Run(dry_run, {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=t", kOffLoopback}, &out), 0) << out;
+  EXPECT_EQ(Run(dry_run,
+                {"PATH=/usr/bin:/bin", "MIRRORED_TLS_CA=/c", "MIRRORED_TLS_CERT=/x", "MIRRORED_TLS_KEY=/k", kOffLoopback},
+                &out),
+            0)
+      << out;
+  // Without client authentication a certificate proves nothing about a task.
+  EXPECT_EQ(Run(dry_run,
+                {"PATH=/usr/bin:/bin", "MIRRORED_TLS_CA=/c", "MIRRORED_TLS_CERT=/x", "MIRRORED_TLS_KEY=/k",
+                 "MIRRORED_TLS_CLIENT_AUTH=none", kOffLoopback},
+                &out),
+            2)
+      << out;
+  // On loopback alone only a warning.
+  EXPECT_EQ(Run(dry_run,
+                {"PATH=/usr/bin:/bin",
+                 R"(TF_CONFIG={"cluster":{"worker":["127.0.0.1:1","localhost:2"]},"task":{"type":"worker","index":0}})"},
+                &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("warning: MIRRORED_JOB_TOKEN is not set"), std::string::npos) << out;
+}
+
+TEST_F(LaunchTlsTest, WorkerWithABadTlsFileExitsTwoNamingTheFlag) {
+  std::string out;
+  const std::string missing = (dir_ / "missing.pem").string();
+  EXPECT_EQ(Run({kWorker, "--tls-ca", missing, "--model", "mlp", "--max-steps", "1"}, {"PATH=/usr/bin:/bin"}, &out), 2)
+      << out;
+  EXPECT_NE(out.find("--tls-ca (MIRRORED_TLS_CA) " + missing + ": cannot read it"), std::string::npos) << out;
+  // From the environment, as a Kubernetes Secret or a site sets it.
+  EXPECT_EQ(Run({kWorker, "--model", "mlp", "--max-steps", "1"},
+                {"PATH=/usr/bin:/bin", "MIRRORED_TLS_CA=" + missing, "MIRRORED_TLS_CERT=" + missing}, &out),
+            2)
+      << out;
+  EXPECT_NE(out.find("--tls-cert (MIRRORED_TLS_CERT) " + missing + " needs --tls-key"), std::string::npos) << out;
+}
+
+TEST_F(LaunchTlsTest, LocalJobTrainsOverTlsByDefault) {
+  const fs::path run = dir_ / "run";
+  std::string out;
+  const int code = Run({kLauncher, "local", "--workers", "2", "--run-dir", run.string(), "--", "--model", "mlp",
+                        "--max-steps", "20", "--registration-timeout", "60"},
+                       {"PATH=/usr/bin:/bin"}, &out, kLocalJobTimeout);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("the coordination service speaks mutual TLS"), std::string::npos) << out;
+  EXPECT_NE(out.find("done: 20 steps"), std::string::npos) << out;
+  EXPECT_EQ(Mode(run / "tls"), 0700);
+  for (const char* file : {"ca.pem", "cert.pem", "key.pem"}) EXPECT_EQ(Mode(run / "tls" / file), 0600) << file;
+}
+
+}  // namespace
+}  // namespace mirrored
