@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The docs in step with the CLI: every long flag that `mirrored-launch
-# local|cluster|explain --help` and `mirrored-worker --help` list is
+# local|cluster|explain|certs --help` and `mirrored-worker --help` list is
 # documented in README.md or a docs/*.md page, and every flag in those
 # pages' flag tables (rows that start with `--flag`) is one that a --help
 # lists.
@@ -23,7 +23,7 @@ done
 fail=0
 
 helps=$( {
-  for sub in local cluster explain; do "$bin/mirrored-launch" "$sub" --help; done
+  for sub in local cluster explain certs; do "$bin/mirrored-launch" "$sub" --help; done
   "$bin/mirrored-worker" --help
 } 2>&1)
 cli_flags=$(grep -oE -- '--[a-z][a-z0-9-]*' <<<"$helps" | sort -u)
