@@ -11,6 +11,8 @@
 #   netns_cluster_test.sh BIN_DIR kill       # SIGKILL worker:1's host mid-run; the others exit 3 naming it
 #   netns_cluster_test.sh BIN_DIR restart    # SIGKILL worker:1's task mid-run, every launcher with --max-restarts 1:
 #                                            # all restart, resume from the chief's checkpoint, identical weights
+#   netns_cluster_test.sh BIN_DIR tls        # all three train over mutual TLS (`mirrored-launch certs` for the
+#                                            # namespace addresses); a capture of the chief's veth holds no token
 #
 # Exit status: 0 pass, 1 fail, 77 skipped (no root, no iproute2, or the
 # kernel refuses namespaces/veth/bridge). Topology, per run (names carry
@@ -27,7 +29,7 @@
 # is gone) are reaped at start.
 set -u -o pipefail
 
-USAGE="usage: netns_cluster_test.sh BIN_DIR train|hostnames|link-cut|chief-link-cut|kill|restart"
+USAGE="usage: netns_cluster_test.sh BIN_DIR train|hostnames|link-cut|chief-link-cut|kill|restart|tls"
 BIN_DIR=${1:?$USAGE}
 MODE=${2:?$USAGE}
 readonly NUM_HOSTS=3
@@ -122,8 +124,8 @@ reap_stale_runs() {
 }
 
 # --- preconditions: skip (77) only where namespaces cannot be made --------
-[[ $MODE =~ ^(train|hostnames|link-cut|chief-link-cut|kill|restart)$ ]] ||
-  fail "unknown mode '$MODE' (train, hostnames, link-cut, chief-link-cut, kill or restart)"
+[[ $MODE =~ ^(train|hostnames|link-cut|chief-link-cut|kill|restart|tls)$ ]] ||
+  fail "unknown mode '$MODE' (train, hostnames, link-cut, chief-link-cut, kill, restart or tls)"
 [[ -x $LAUNCH ]] || fail "$LAUNCH is missing or not executable (build the mirrored-launch target)"
 [[ -x $WORKER ]] || fail "$WORKER is missing or not executable (build the mirrored-worker target)"
 ((EUID == 0)) || skip "needs root to create network namespaces (ip netns); running as uid $EUID"
@@ -207,8 +209,14 @@ EXTRA_LAUNCH=() EXTRA_WORKER=()
 start_host() {
   local i=$1 steps=$2
   local tf="{\"cluster\":{\"worker\":[$TF_CLUSTER]},\"task\":{\"type\":\"worker\",\"index\":$i}}"
+  local tls_env=()  # tls mode: this host's files from `mirrored-launch certs`
+  if [[ $MODE == tls ]]; then
+    local d
+    d="$WORK/tls/$(host_addr "$i")"
+    tls_env=(MIRRORED_TLS_CA="$d/ca.pem" MIRRORED_TLS_CERT="$d/cert.pem" MIRRORED_TLS_KEY="$d/key.pem")
+  fi
   (
-    ns_run "$(host_ns "$i")" env TF_CONFIG="$tf" MIRRORED_JOB_TOKEN="$TOKEN" OMP_NUM_THREADS=1 \
+    ns_run "$(host_ns "$i")" env TF_CONFIG="$tf" MIRRORED_JOB_TOKEN="$TOKEN" OMP_NUM_THREADS=1 "${tls_env[@]}" \
       "$LAUNCH" cluster --run-dir "$RUN_DIR" --grace-period 2 "${EXTRA_LAUNCH[@]}" -- \
       --model mlp --max-steps "$steps" --batch-per-replica 16 --log-every 10 --no-validate "${EXTRA_WORKER[@]}" \
       --cpu-replicas 1 --heartbeat-interval 0.2 --heartbeat-timeout 1 --registration-timeout 60 --collective-timeout 30 \
@@ -265,7 +273,51 @@ expect_all_succeeded() {
   done
 }
 
+# capture_start PORT_INDEX FILE: every frame through host PORT_INDEX's
+# switch-side veth, appended to FILE until capture_stop (a packet socket:
+# tcpdump need not be installed).
+capture_start() {
+  ns_run "$SWITCH" python3 -c '
+import signal, socket, sys
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))  # ETH_P_ALL
+s.bind((sys.argv[1], 0))
+s.settimeout(0.2)
+stop = []
+signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+with open(sys.argv[2], "wb") as out:
+    print("capturing", flush=True)
+    while not stop:
+        try:
+            out.write(s.recv(65536))
+        except socket.timeout:
+            pass
+' "${PREFIX}p$1" "$2" >"$2.log" 2>&1 &
+  CAPTURE_PID=$!
+  local deadline=$((SECONDS + SETUP_DEADLINE))
+  until grep -q capturing "$2.log" 2>/dev/null; do
+    ((SECONDS < deadline)) || fail "the packet capture did not start: $(cat "$2.log")"
+    sleep 0.1
+  done
+}
+capture_stop() { kill -TERM "$CAPTURE_PID" && wait "$CAPTURE_PID"; }
+
 case $MODE in
+  tls)
+    "$LAUNCH" certs "$WORK/tls" --hosts "$(host_addr 0),$(host_addr 1),$(host_addr 2)" >"$WORK/certs.out" 2>&1 ||
+      fail "mirrored-launch certs failed: $(cat "$WORK/certs.out")"
+    capture_start 0 "$WORK/chief-veth.cap"
+    for ((i = 0; i < NUM_HOSTS; i++)); do start_host "$i" 30; done
+    wait_hosts "$TRAIN_DEADLINE" 0 1 2
+    capture_stop
+    expect_all_succeeded "done: 30 steps"
+    grep -q "the coordination service speaks mutual TLS" "$WORK/host0.out" ||
+      fail "the chief did not report serving mutual TLS"
+    # Gloo's gradients crossed this veth too (plaintext): the capture saw the job.
+    size=$(stat -c %s "$WORK/chief-veth.cap")
+    ((size > 100000)) || fail "the capture of the chief's veth holds only $size bytes: it missed the job"
+    grep -qaF "$TOKEN" "$WORK/chief-veth.cap" && fail "the job token travelled in clear on the chief's veth"
+    log "PASS: $NUM_HOSTS hosts trained over mutual TLS ($want); $size bytes captured on the chief's veth, no token"
+    ;;
   train | hostnames)
     if [[ $MODE == train ]]; then STEPS=200; else STEPS=30; fi
     for ((i = 0; i < NUM_HOSTS; i++)); do start_host "$i" "$STEPS"; done
