@@ -26,6 +26,13 @@ namespace {
 // each second): far less than this registration timeout.
 constexpr int64_t kRegistrationTimeoutMs = 8000;
 constexpr std::chrono::seconds kRefusedWithin{5};
+// Calls that find their answer at once; a plaintext agent's registration
+// that the fake chief refuses at once; a test server's last replies.
+constexpr int64_t kCallTimeoutMs = 5000;
+constexpr int64_t kShortRegistrationTimeoutMs = 2000;
+constexpr int64_t kStopGraceMs = 100;
+constexpr int64_t kHeartbeatIntervalMs = 100;
+constexpr int64_t kHeartbeatTimeoutMs = 1000;
 
 // What answers at the chief's address in an attack: it records each call's
 // job token and refuses the call.
@@ -69,7 +76,7 @@ class CoordinationTlsTest : public ::testing::Test {
     impostor_ = Write("impostor", ca->certificate_pem(), CertificateAuthority::SelfSigned({"127.0.0.1"}, kCertificateValidity));
   }
   void TearDown() override {
-    if (server_) server_->Stop(/*grace_ms=*/100);
+    if (server_) server_->Stop(kStopGraceMs);
     if (fake_server_) fake_server_->Shutdown(std::chrono::system_clock::now());
     std::filesystem::remove_all(dir_);
   }
@@ -127,8 +134,8 @@ class CoordinationTlsTest : public ::testing::Test {
     o.device_count = 1;
     o.job_token = kToken;
     o.service_task = "chief:0";
-    o.heartbeat_interval_ms = 100;
-    o.heartbeat_timeout_ms = 1000;
+    o.heartbeat_interval_ms = kHeartbeatIntervalMs;
+    o.heartbeat_timeout_ms = kHeartbeatTimeoutMs;
     o.registration_timeout_ms = kRegistrationTimeoutMs;
     o.tls = tls;
     return o;
@@ -155,14 +162,13 @@ class CoordinationTlsTest : public ::testing::Test {
 
 TEST_F(CoordinationTlsTest, MutualTlsAgentsRegisterAndShareKeys) {
   StartService(2, Credentials(chief_));
-  ASSERT_TRUE(service_->options().tasks.size() == 2);
   CoordinationAgent chief(Agent("chief:0", Credentials(chief_)));
   CoordinationAgent worker(Agent("worker:0", Credentials(worker_)));
   auto joined = std::async(std::launch::async, [&] { return worker.Connect(); });
   ASSERT_TRUE(chief.Connect().ok());
   ASSERT_TRUE(joined.get().ok());
   ASSERT_TRUE(chief.KeyValueSet("k", "over tls").ok());
-  auto value = worker.KeyValueGet("k", 5000);
+  auto value = worker.KeyValueGet("k", kCallTimeoutMs);
   ASSERT_TRUE(value.ok()) << value.status();
   EXPECT_EQ(*value, "over tls");
   auto done = std::async(std::launch::async, [&] { return worker.Shutdown(); });
@@ -223,7 +229,7 @@ TEST_F(CoordinationTlsTest, SelfSignedFakeChiefNeverReceivesTheToken) {
 TEST_F(CoordinationTlsTest, PlaintextAgentHandsTheFakeChiefItsToken) {
   StartFakeChief(TlsCredentials());
   CoordinationAgentOptions o = Agent("worker:0", TlsCredentials());
-  o.registration_timeout_ms = 2000;
+  o.registration_timeout_ms = kShortRegistrationTimeoutMs;
   CoordinationAgent agent(o);
   EXPECT_FALSE(agent.Connect().ok());
   ASSERT_GE(fake_.calls(), 1);
