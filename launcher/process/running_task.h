@@ -1,4 +1,4 @@
-// RunningTask: what JobSupervisor::Run keeps about one task while the job
+// RunningTask: what RunningJob keeps about one task while the job
 // runs (its process, its output pipe and tee, its liveness pipe, the
 // signals sent to it, an evaluator's pending restart, its result), and the
 // pieces of the run that work on one task alone (its output, its signs of
