@@ -47,14 +47,21 @@ struct TaskLaunch {
   std::string log_path = "";       // "" for no log file; appended to otherwise
 };
 
+// SupervisorOptions' defaults; what each is for is said there.
+inline constexpr std::chrono::seconds kDefaultGracePeriod{10};
+inline constexpr std::chrono::minutes kDefaultEvaluatorStallTimeout{5};
+inline constexpr std::chrono::seconds kDefaultPeerExitWait{5};
+inline constexpr std::chrono::seconds kDefaultLivenessTimeout{30};
+
 struct SupervisorOptions {
-  std::chrono::milliseconds grace_period{10000};
+  // Between SIGTERM and SIGKILL when the job stops.
+  std::chrono::milliseconds grace_period = kDefaultGracePeriod;
   size_t keep_last_lines = 20;
   // Once every training task has ended well, an evaluator that prints
   // nothing for this long is taken as hung (an evaluation prints a line per
   // checkpoint): it is stopped, and the job fails with its exit, instead of
   // the finished job staying open for ever.
-  std::chrono::milliseconds evaluator_stall_timeout{300000};
+  std::chrono::milliseconds evaluator_stall_timeout = kDefaultEvaluatorStallTimeout;
   // How many times an evaluator that fails by itself is started again, alone,
   // in one Run, after a pause of 1 s, 2 s, 4 s... up to 30 s (training goes
   // on undisturbed; the new one resumes after the
@@ -67,7 +74,7 @@ struct SupervisorOptions {
   // moment later: the others are left this long to end by themselves before
   // they are stopped, so the report (and whether the job is restarted: exit
   // 2 never is) goes by the root cause, not by which exit was reaped first.
-  std::chrono::milliseconds peer_exit_wait{5000};
+  std::chrono::milliseconds peer_exit_wait = kDefaultPeerExitWait;
   // A training task gets a pipe as its fd 3 (MIRRORED_LIVENESS_FD=3); a
   // mirrored worker writes a byte to it every heartbeat round once it has
   // joined, and "S" when it stops heartbeating (its exit barrier). A task
@@ -75,7 +82,7 @@ struct SupervisorOptions {
   // (stopped, hung): it is woken and stopped, and the report names it as
   // frozen. On a cluster host nothing else would end it: its peers on other
   // hosts only exit. A task that never writes is never judged.
-  std::chrono::milliseconds liveness_timeout{30000};
+  std::chrono::milliseconds liveness_timeout = kDefaultLivenessTimeout;
 };
 
 class JobSupervisor {
