@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <ostream>
 #include <regex>
 #include <sstream>
 
@@ -44,6 +45,96 @@ std::optional<BlamedTask> BlamedBy(const TaskResult& result) {
   return std::nullopt;
 }
 
+namespace {
+
+// "2026-11-23 03:44:43": when `r` ended, local time.
+std::string EndedAt(const TaskResult& r) {
+  std::time_t t = std::chrono::system_clock::to_time_t(r.ended_at);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char when[32];
+  std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+  return when;
+}
+
+// A full disk is the one cause a user can fix between two attempts: said
+// up front, not only in the last lines.
+void WriteFullDiskCause(std::ostream& out, const TaskResult& f) {
+  for (auto it = f.last_lines.rbegin(); it != f.last_lines.rend(); ++it) {
+    if (std::optional<std::string> full = FileSystemFullIn(*it)) {
+      out << "  cause: " << *full << ": free space there (a restart writes there again)\n";
+      return;
+    }
+  }
+}
+
+// A signal the launcher did not send came from outside (a user's kill, the
+// OOM killer); after every other training task had finished, it struck at
+// the job's very end (final checkpoint, exit barrier, shutdown).
+void WriteSignalFromOutside(std::ostream& out, const JobOutcome& outcome, const TaskResult& f) {
+  if (!f.exit.signal || f.signal_sent) return;
+  const bool others_finished =
+      f.is_training && std::all_of(outcome.tasks.begin(), outcome.tasks.end(), [&](const TaskResult& r) {
+        return r.name == f.name || !r.is_training || r.exit.success();
+      }) && outcome.tasks.size() > 1;
+  out << "  (" << SignalName(*f.exit.signal) << " from outside the launcher"
+      << (others_finished ? "; every other training task had finished (exit code 0): it ended after training, "
+                            "at the final checkpoint, the exit barrier or the shutdown"
+                          : "")
+      << ")\n";
+}
+
+// Exit 3 first: the task that failed was stopped by the launcher (frozen,
+// or still running) before it could exit on its own. Its peer's own
+// message names it.
+void WriteBlamedTask(std::ostream& out, const TaskResult& f) {
+  if (std::optional<BlamedTask> blamed = BlamedBy(f)) {
+    out << "  (exit 3: it stopped because another task failed; it names " << blamed->task
+        << (blamed->configuration_error ? ", whose error is one of usage or configuration"
+            : blamed->interrupted       ? ", interrupted on its host (SIGINT: a Ctrl-C)"
+                                        : "")
+        << ")\n";
+  }
+}
+
+void WriteHeadline(std::ostream& out, const JobOutcome& outcome, const TaskResult& f) {
+  if (Preempted(f)) {
+    out << "==== job preempted ====\n";
+    out << "first: task " << f.name << " ended with " << f.exit.ToString()
+        << " (preempted: a SIGTERM reached the job, every task stopped after the same step and the "
+           "chief checkpointed it) at "
+        << EndedAt(f) << "\n";
+    return;
+  }
+  out << "==== job failed ====\n";
+  out << "first failure: task " << f.name << " ended with " << f.exit.ToString() << " at " << EndedAt(f) << "\n";
+  WriteFullDiskCause(out, f);
+  WriteSignalFromOutside(out, outcome, f);
+  WriteBlamedTask(out, f);
+}
+
+// One line for a task other than the first failure: how it ended, and why.
+void WriteOtherTask(std::ostream& out, const TaskResult& r, bool job_preempted) {
+  out << "  " << r.name << ": " << r.exit.ToString();
+  if (job_preempted && Preempted(r)) {
+    out << " (preempted)";
+  } else if (r.exit.success()) {
+    // Its work was done; a SIGTERM from us reached it as it ended.
+    out << (r.signal_sent ? " (it had finished, and ended by itself as the launcher's " + SignalName(*r.signal_sent) +
+                                " came)"
+                          : " (it had finished)");
+  } else if (r.exit.exit_code == kExitPeerFailed) {
+    // Its own exit: it saw the failure before (or while) the launcher
+    // stopped it.
+    out << " (stopped because another task failed)";
+  } else if (r.stopped_by_supervisor) {
+    out << " (stopped by the launcher)";
+  }
+  out << "\n";
+}
+
+}  // namespace
+
 std::string FormatFailureReport(const JobOutcome& outcome) {
   std::ostringstream out;
   if (outcome.stop_signal) {
@@ -52,72 +143,9 @@ std::string FormatFailureReport(const JobOutcome& outcome) {
   if (!outcome.first_failure) return out.str();
   const TaskResult& f = *outcome.first_failure;
   const bool preempted = Preempted(f);
-  std::time_t t = std::chrono::system_clock::to_time_t(f.ended_at);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char when[32];
-  std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-  if (preempted) {
-    out << "==== job preempted ====\n";
-    out << "first: task " << f.name << " ended with " << f.exit.ToString()
-        << " (preempted: a SIGTERM reached the job, every task stopped after the same step and the "
-           "chief checkpointed it) at "
-        << when << "\n";
-  } else {
-    out << "==== job failed ====\n";
-    out << "first failure: task " << f.name << " ended with " << f.exit.ToString() << " at "
-        << when << "\n";
-    // A full disk is the one cause a user can fix between two attempts:
-    // said up front, not only in the last lines.
-    for (auto it = f.last_lines.rbegin(); it != f.last_lines.rend(); ++it) {
-      if (std::optional<std::string> full = FileSystemFullIn(*it)) {
-        out << "  cause: " << *full << ": free space there (a restart writes there again)\n";
-        break;
-      }
-    }
-    // A signal the launcher did not send came from outside (a user's kill,
-    // the OOM killer); after every other training task had finished, it
-    // struck at the job's very end (final checkpoint, exit barrier, shutdown).
-    if (f.exit.signal && !f.signal_sent) {
-      const bool others_finished =
-          f.is_training && std::all_of(outcome.tasks.begin(), outcome.tasks.end(), [&](const TaskResult& r) {
-            return r.name == f.name || !r.is_training || r.exit.success();
-          }) && outcome.tasks.size() > 1;
-      out << "  (" << SignalName(*f.exit.signal) << " from outside the launcher"
-          << (others_finished ? "; every other training task had finished (exit code 0): it ended after training, "
-                                "at the final checkpoint, the exit barrier or the shutdown"
-                              : "")
-          << ")\n";
-    }
-    // Exit 3 first: the task that failed was stopped by the launcher (frozen,
-    // or still running) before it could exit on its own. Its peer's own
-    // message names it.
-    if (std::optional<BlamedTask> blamed = BlamedBy(f)) {
-      out << "  (exit 3: it stopped because another task failed; it names " << blamed->task
-          << (blamed->configuration_error ? ", whose error is one of usage or configuration"
-              : blamed->interrupted       ? ", interrupted on its host (SIGINT: a Ctrl-C)"
-                                          : "")
-          << ")\n";
-    }
-  }
+  WriteHeadline(out, outcome, f);
   for (const auto& r : outcome.tasks) {
-    if (r.name == f.name) continue;
-    out << "  " << r.name << ": " << r.exit.ToString();
-    if (preempted && Preempted(r)) {
-      out << " (preempted)";
-    } else if (r.exit.success()) {
-      // Its work was done; a SIGTERM from us reached it as it ended.
-      out << (r.signal_sent ? " (it had finished, and ended by itself as the launcher's " + SignalName(*r.signal_sent) +
-                                  " came)"
-                            : " (it had finished)");
-    } else if (r.exit.exit_code == kExitPeerFailed) {
-      // Its own exit: it saw the failure before (or while) the launcher
-      // stopped it.
-      out << " (stopped because another task failed)";
-    } else if (r.stopped_by_supervisor) {
-      out << " (stopped by the launcher)";
-    }
-    out << "\n";
+    if (r.name != f.name) WriteOtherTask(out, r, preempted);
   }
   out << "last " << (f.last_lines.size() == 1 ? std::string("line") : std::to_string(f.last_lines.size()) + " lines")
       << " of " << f.name << ":\n";
