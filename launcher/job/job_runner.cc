@@ -24,87 +24,101 @@ int JobRunner::Run(const TaskFactory& tasks_for_generation) {
     }
     if (outcome->success()) {
       if (generation > 0) {
-        Report("job succeeded after " + std::to_string(generation) + " restart" +
-               (generation == 1 ? "" : "s"));
+        Report("job succeeded after " + std::to_string(generation) + " restart" + (generation == 1 ? "" : "s"));
       }
       return 0;
     }
     Report(FormatFailureReport(*outcome));
-    if (outcome->stop_signal) return outcome->exit_code;
-    if (outcome->first_failure && !outcome->first_failure->is_training) {
-      // Training succeeded (or runs on other hosts); the evaluator alone
-      // failed, after its own restarts if any were allowed: a new generation
-      // would train nothing.
-      const bool trained_here = std::any_of(outcome->tasks.begin(), outcome->tasks.end(),
-                                            [](const TaskResult& r) { return r.is_training; });
-      const int restarts = outcome->first_failure->restarts;
-      // Exit 2 is never retried (JobSupervisor): --max-restarts would not
-      // start it again either.
-      const bool usage_error = outcome->first_failure->exit.exit_code == kExitUsage;
-      Report("not restarting the job: " + std::string(trained_here ? "training succeeded and only " : "") +
-             outcome->first_failure->name + " failed" +
-             (usage_error ? " with exit code 2 (bad usage or configuration, which a restart cannot fix)"
-              : restarts > 0 ? " (after " + std::to_string(restarts) + " restart" + (restarts == 1 ? "" : "s") +
-                                   " on its own)"
-              : options_.max_restarts == 0 ? "; --max-restarts K starts it again on its own, up to K times"
-                                           : "") +
-             "; start an evaluator alone on the run directory to evaluate the rest");
-      return outcome->exit_code;
-    }
-    const bool config_error = outcome->first_failure && outcome->first_failure->exit.exit_code &&
-                              *outcome->first_failure->exit.exit_code == kExitUsage;
-    if (config_error && generation < options_.max_restarts) {
-      Report("not restarting: exit code 2 means bad usage or configuration, which a restart "
-             "cannot fix");
-      return outcome->exit_code;
-    }
-    // Another host's task failed with a configuration error (the others
-    // here exited 3): it is not started again there, so a restart here
-    // would only wait for it until the registration timeout, K times.
-    const std::optional<BlamedTask> blamed =
-        outcome->first_failure ? BlamedBy(*outcome->first_failure) : std::nullopt;
-    if (blamed && blamed->configuration_error && generation < options_.max_restarts) {
-      Report("not restarting: " + blamed->task + " failed with bad usage or configuration (exit code 2 there), which "
-             "a restart cannot fix");
-      return outcome->exit_code;
-    }
-    // Another host's task was stopped by a Ctrl-C there: it is not started
-    // again, and a restart here would wait for it until the registration
-    // timeout. The whole job stops, as a Ctrl-C means.
-    if (blamed && blamed->interrupted && generation < options_.max_restarts) {
-      Report("not restarting: " + blamed->task + " was interrupted on its host (SIGINT: a Ctrl-C), which stops the "
-             "whole job; run it again to resume from the latest checkpoint");
-      return outcome->exit_code;
-    }
-    if (generation >= options_.max_restarts) {
-      if (options_.max_restarts > 0) {
-        Report("giving up after " + std::to_string(options_.max_restarts) + " restart" +
-               (options_.max_restarts == 1 ? "" : "s") + " (--max-restarts " +
-               std::to_string(options_.max_restarts) + ")");
-      }
-      return outcome->exit_code;
-    }
-    std::chrono::milliseconds pause{0};
-    if (generation > 0) {
-      pause = options_.restart_backoff;
-      for (int i = 1; i < generation && pause < options_.max_restart_backoff; ++i) pause *= 2;
-      pause = std::min(pause, options_.max_restart_backoff);
-    }
-    std::string from = "the latest checkpoint";
-    if (options_.resume_point) {
-      const std::string point = options_.resume_point();
-      from = point.empty() ? "the start (no checkpoint yet)" : point;
-    }
-    Report("restarting the job from " + from + ": generation " + std::to_string(generation + 1) +
-           ", restart " + std::to_string(generation + 1) + " of " + std::to_string(options_.max_restarts) +
-           (pause.count() > 0 ? " (in " + SecondsText(pause) + ": it failed again)" : ""));
-    if (pause.count() > 0) {
-      if (std::optional<int> sig = supervisor_->WaitForStopRequest(pause)) {
-        Report(SignalName(*sig) + " while waiting to restart: not restarting");
-        return 128 + *sig;
-      }
+    if (!MayRestart(*outcome, generation)) return outcome->exit_code;
+    if (std::optional<int> sig = PauseBeforeRestart(generation)) {
+      Report(SignalName(*sig) + " while waiting to restart: not restarting");
+      return 128 + *sig;
     }
   }
+}
+
+bool JobRunner::MayRestart(const JobOutcome& outcome, int generation) {
+  if (outcome.stop_signal) return false;
+  if (outcome.first_failure && !outcome.first_failure->is_training) {
+    ReportEvaluatorFailure(outcome);
+    return false;
+  }
+  if (generation < options_.max_restarts) {
+    if (std::optional<std::string> why = WhyARestartCannotHelp(outcome)) {
+      Report("not restarting: " + *why);
+      return false;
+    }
+    return true;
+  }
+  if (options_.max_restarts > 0) {
+    Report("giving up after " + std::to_string(options_.max_restarts) + " restart" +
+           (options_.max_restarts == 1 ? "" : "s") + " (--max-restarts " + std::to_string(options_.max_restarts) +
+           ")");
+  }
+  return false;
+}
+
+// Training succeeded (or runs on other hosts); the evaluator alone failed,
+// after its own restarts if any were allowed: a new generation would train
+// nothing.
+void JobRunner::ReportEvaluatorFailure(const JobOutcome& outcome) {
+  const TaskResult& failure = *outcome.first_failure;
+  const bool trained_here = std::any_of(outcome.tasks.begin(), outcome.tasks.end(),
+                                        [](const TaskResult& r) { return r.is_training; });
+  const int restarts = failure.restarts;
+  // Exit 2 is never retried (JobSupervisor): --max-restarts would not
+  // start it again either.
+  const bool usage_error = failure.exit.exit_code == kExitUsage;
+  Report("not restarting the job: " + std::string(trained_here ? "training succeeded and only " : "") +
+         failure.name + " failed" +
+         (usage_error    ? " with exit code 2 (bad usage or configuration, which a restart cannot fix)"
+          : restarts > 0 ? " (after " + std::to_string(restarts) + " restart" + (restarts == 1 ? "" : "s") +
+                               " on its own)"
+          : options_.max_restarts == 0 ? "; --max-restarts K starts it again on its own, up to K times"
+                                       : "") +
+         "; start an evaluator alone on the run directory to evaluate the rest");
+}
+
+std::optional<std::string> JobRunner::WhyARestartCannotHelp(const JobOutcome& outcome) {
+  const bool config_error = outcome.first_failure && outcome.first_failure->exit.exit_code &&
+                            *outcome.first_failure->exit.exit_code == kExitUsage;
+  if (config_error) return "exit code 2 means bad usage or configuration, which a restart cannot fix";
+  // Another host's task failed with a configuration error (the others
+  // here exited 3): it is not started again there, so a restart here
+  // would only wait for it until the registration timeout, K times.
+  const std::optional<BlamedTask> blamed = outcome.first_failure ? BlamedBy(*outcome.first_failure) : std::nullopt;
+  if (blamed && blamed->configuration_error) {
+    return blamed->task + " failed with bad usage or configuration (exit code 2 there), which a restart cannot fix";
+  }
+  // Another host's task was stopped by a Ctrl-C there: it is not started
+  // again, and a restart here would wait for it until the registration
+  // timeout. The whole job stops, as a Ctrl-C means.
+  if (blamed && blamed->interrupted) {
+    return blamed->task + " was interrupted on its host (SIGINT: a Ctrl-C), which stops the whole job; run it "
+           "again to resume from the latest checkpoint";
+  }
+  return std::nullopt;
+}
+
+std::chrono::milliseconds JobRunner::RestartPause(int generation) const {
+  if (generation == 0) return std::chrono::milliseconds(0);
+  std::chrono::milliseconds pause = options_.restart_backoff;
+  for (int i = 1; i < generation && pause < options_.max_restart_backoff; ++i) pause *= 2;
+  return std::min(pause, options_.max_restart_backoff);
+}
+
+std::optional<int> JobRunner::PauseBeforeRestart(int generation) {
+  const std::chrono::milliseconds pause = RestartPause(generation);
+  std::string from = "the latest checkpoint";
+  if (options_.resume_point) {
+    const std::string point = options_.resume_point();
+    from = point.empty() ? "the start (no checkpoint yet)" : point;
+  }
+  Report("restarting the job from " + from + ": generation " + std::to_string(generation + 1) + ", restart " +
+         std::to_string(generation + 1) + " of " + std::to_string(options_.max_restarts) +
+         (pause.count() > 0 ? " (in " + SecondsText(pause) + ": it failed again)" : ""));
+  if (pause.count() == 0) return std::nullopt;
+  return supervisor_->WaitForStopRequest(pause);
 }
 
 }  // namespace mirrored

@@ -14,12 +14,17 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "launcher/process/job_supervisor.h"
 
 namespace mirrored {
+
+// JobRunnerOptions' defaults for the pause before a restart.
+inline constexpr std::chrono::seconds kDefaultRestartBackoff{1};
+inline constexpr std::chrono::seconds kDefaultMaxRestartBackoff{30};
 
 struct JobRunnerOptions {
   int max_restarts = 0;
@@ -28,8 +33,8 @@ struct JobRunnerOptions {
   // max_restart_backoff: a job that fails again and again (a port another
   // process holds, a file server away) does not spend its restarts in a
   // second. A stop signal ends the pause.
-  std::chrono::milliseconds restart_backoff{1000};
-  std::chrono::milliseconds max_restart_backoff{30000};
+  std::chrono::milliseconds restart_backoff = kDefaultRestartBackoff;
+  std::chrono::milliseconds max_restart_backoff = kDefaultMaxRestartBackoff;
   // Where a restarted job resumes, for the restart line: "ckpt-40", or
   // "" for none yet (the job starts again from step 0). Unset where this
   // host cannot see the chief's checkpoints (another host of a cluster):
@@ -53,6 +58,17 @@ class JobRunner {
 
  private:
   void Report(const std::string& text);
+  // Whether a failed generation is followed by another; says why not.
+  bool MayRestart(const JobOutcome& outcome, int generation);
+  void ReportEvaluatorFailure(const JobOutcome& outcome);
+  // Why a restart would fail the same way (bad usage or configuration, here
+  // or on the task an exit 3 blames; a Ctrl-C there), or nullopt.
+  static std::optional<std::string> WhyARestartCannotHelp(const JobOutcome& outcome);
+  // None before the first restart, then restart_backoff, doubling.
+  std::chrono::milliseconds RestartPause(int generation) const;
+  // Says where the job restarts from and waits out the pause: the signal
+  // of a stop requested meanwhile, or nullopt to restart.
+  std::optional<int> PauseBeforeRestart(int generation);
 
   JobSupervisor* supervisor_;
   ConsoleWriter* report_out_;
