@@ -25,14 +25,14 @@ void ClusterCommand::Register(CLI::App& app) {
   tf_config_option_ = subcommand_->add_option("--tf-config", tf_config_text_,
                                               "TF_CONFIG as a file or a JSON string (default: $TF_CONFIG)");
   tf_config_option_->type_name("FILE|JSON");
-  CLI::Option* slurm = subcommand_->add_flag("--from-slurm", resolve_.from_slurm,
+  CLI::Option* slurm = subcommand_->add_flag("--from-slurm", source_.from_slurm,
                                              "Resolve the cluster from SLURM_* variables (run under srun)");
-  subcommand_->add_option("--slurm-port-base", resolve_.slurm_port_base, "First port on each node with --from-slurm")
+  subcommand_->add_option("--slurm-port-base", source_.slurm_port_base, "First port on each node with --from-slurm")
       ->capture_default_str()
       ->needs(slurm)
       ->transform(DecimalInteger<int>());
   tf_config_option_->excludes(slurm);
-  subcommand_->add_flag("--from-k8s-indexed-job", resolve_.from_k8s_indexed_job,
+  subcommand_->add_flag("--from-k8s-indexed-job", source_.from_k8s_indexed_job,
                         "Resolve the cluster of a Kubernetes Indexed Job from JOB_COMPLETION_INDEX and "
                         "MIRRORED_K8S_* variables (deploy/kubernetes/indexed-job.yaml)")
       ->excludes(tf_config_option_)
@@ -85,9 +85,9 @@ std::optional<CoreShare> CoreShareOf(const ClusterConfig& config, const Environm
 
 StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int generation,
                                               ClusterConfig* resolved) const {
-  ExplainCommand::Options resolve = resolve_;
-  if (tf_config_option_ != nullptr && tf_config_option_->count() > 0) resolve.tf_config = tf_config_text_;
-  MIRRORED_ASSIGN_OR_RETURN(ClusterConfig config, ExplainCommand::Resolve(resolve, env));
+  ClusterSource source = source_;
+  if (tf_config_option_ != nullptr && tf_config_option_->count() > 0) source.tf_config = tf_config_text_;
+  MIRRORED_ASSIGN_OR_RETURN(ClusterConfig config, ResolveCluster(source, env));
   const std::string binary = ResolveWorkerBinary(worker_binary_);
   MIRRORED_RETURN_IF_ERROR(CheckWorkerBinary(binary));
   if (resolved != nullptr) *resolved = config;
@@ -113,7 +113,7 @@ StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int gen
   // srun passes a Ctrl-C on to every task of the step at once: no task is
   // interrupted alone, so none tells the job it was (each log would blame
   // whichever told it first).
-  if (resolve.from_slurm) t.env.push_back(std::string(kWholeJobSignalledVariable) + "=1");
+  if (source.from_slurm) t.env.push_back(std::string(kWholeJobSignalledVariable) + "=1");
   t.argv = {binary};
   t.argv.insert(t.argv.end(), worker_args_.begin(), worker_args_.end());
   t.argv.insert(t.argv.end(), {"--run-dir", run_dir});

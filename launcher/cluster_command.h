@@ -15,9 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "common/cluster/cluster_config.h"
+#include "common/cluster/cluster_source.h"
 #include "common/cluster/environment_map.h"
+#include "common/status.h"
 #include "launcher/process/job_supervisor.h"
-#include "launcher/explain_command.h"
 
 namespace mirrored {
 
@@ -33,7 +35,7 @@ class ClusterCommand {
 
  private:
   CLI::App* subcommand_ = nullptr;
-  ExplainCommand::Options resolve_;
+  ClusterSource source_;
   std::string tf_config_text_;
   CLI::Option* tf_config_option_ = nullptr;
   std::string run_dir_;

@@ -2,14 +2,12 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <optional>
 #include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "common/cluster/k8s_indexed_job_resolver.h"
-#include "common/cluster/slurm_resolver.h"
-#include "common/cluster/tf_config_parser.h"
 #include "common/decimal_integer.h"
 
 namespace mirrored {
@@ -63,9 +61,9 @@ void ExplainCommand::Register(CLI::App& app) {
       "TF_CONFIG as a file or a JSON string (default: the TF_CONFIG environment variable)");
   tf_config_option_->type_name("FILE|JSON");
   CLI::Option* slurm = subcommand_->add_flag(
-      "--from-slurm", options_.from_slurm,
+      "--from-slurm", options_.source.from_slurm,
       "Resolve the cluster from SLURM_* variables (run under srun)");
-  subcommand_->add_option("--slurm-port-base", options_.slurm_port_base,
+  subcommand_->add_option("--slurm-port-base", options_.source.slurm_port_base,
                           "First port on each node with --from-slurm")
       ->capture_default_str()
       ->needs(slurm)
@@ -73,34 +71,16 @@ void ExplainCommand::Register(CLI::App& app) {
   subcommand_->add_flag("--json", options_.json, "Print JSON instead of a table");
   tf_config_option_->excludes(slurm);
   CLI::Option* k8s = subcommand_->add_flag(
-      "--from-k8s-indexed-job", options_.from_k8s_indexed_job,
+      "--from-k8s-indexed-job", options_.source.from_k8s_indexed_job,
       "Resolve the cluster of a Kubernetes Indexed Job from JOB_COMPLETION_INDEX and MIRRORED_K8S_* "
       "variables (deploy/kubernetes/indexed-job.yaml)");
   k8s->excludes(tf_config_option_)->excludes(slurm);
 }
 
-StatusOr<ClusterConfig> ExplainCommand::Resolve(const Options& options, const EnvironmentMap& env) {
-  StatusOr<ClusterConfig> config = options.from_slurm            ? ResolveSlurmCluster(env, options.slurm_port_base)
-                                   : options.from_k8s_indexed_job ? ResolveK8sIndexedJob(env)
-                                                                  : ResolveTfConfig(options.tf_config, env);
-  // Another source chosen over a TF_CONFIG in the environment: say so, in
-  // case the user meant that one.
-  const std::optional<std::string> environment = Lookup(env, "TF_CONFIG");
-  const bool other_source = options.from_slurm || options.from_k8s_indexed_job || options.tf_config.has_value();
-  if (config.ok() && other_source && environment &&
-      environment->find_first_not_of(" \t\r\n") != std::string::npos) {
-    config->warnings.push_back(std::string("the TF_CONFIG environment variable is ignored: the cluster comes from ") +
-                               (options.from_slurm            ? "--from-slurm"
-                                : options.from_k8s_indexed_job ? "--from-k8s-indexed-job"
-                                                               : "--tf-config"));
-  }
-  return config;
-}
-
 int ExplainCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostream& err) const {
   Options options = options_;
-  if (tf_config_option_ != nullptr && tf_config_option_->count() > 0) options.tf_config = tf_config_text_;
-  StatusOr<ClusterConfig> config = Resolve(options, env);
+  if (tf_config_option_ != nullptr && tf_config_option_->count() > 0) options.source.tf_config = tf_config_text_;
+  StatusOr<ClusterConfig> config = ResolveCluster(options.source, env);
   if (!config.ok()) {
     err << "mirrored-launch: error: " << config.status().message() << "\n";
     return ExitCodeFor(config.status());

@@ -10,11 +10,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include <optional>
 #include <ostream>
 #include <string>
 
 #include "common/cluster/cluster_config.h"
+#include "common/cluster/cluster_source.h"
 #include "common/cluster/environment_map.h"
 #include "common/status.h"
 
@@ -23,11 +23,8 @@ namespace mirrored {
 class ExplainCommand {
  public:
   struct Options {
-    std::optional<std::string> tf_config;  // --tf-config FILE|JSON
-    bool from_slurm = false;               // --from-slurm
-    int slurm_port_base = 8888;            // --slurm-port-base N
-    bool from_k8s_indexed_job = false;     // --from-k8s-indexed-job
-    bool json = false;                     // --json
+    ClusterSource source;  // --tf-config, --from-slurm (--slurm-port-base), --from-k8s-indexed-job
+    bool json = false;     // --json
   };
 
   // Adds `explain` and its flags to `app`; the options live in this object,
@@ -41,8 +38,6 @@ class ExplainCommand {
   // "mirrored-launch: error: <message>" on `err` for a bad configuration.
   int Run(const EnvironmentMap& env, std::ostream& out, std::ostream& err) const;
 
-  // The cluster these options select, from `env` (exposed for `cluster`).
-  static StatusOr<ClusterConfig> Resolve(const Options& options, const EnvironmentMap& env);
   static std::string FormatTable(const ClusterConfig& config);
   static std::string FormatJson(const ClusterConfig& config);
 
