@@ -121,109 +121,89 @@ StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int gen
   return t;
 }
 
-int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostream& err) {
-  if (max_restarts_ < 0) {
-    err << "mirrored-launch: error: --max-restarts " << max_restarts_ << " must not be negative\n";
-    return kExitUsage;
-  }
-  if (!(grace_period_sec_ >= 0) || grace_period_sec_ > 86400) {
-    err << "mirrored-launch: error: --grace-period " << grace_period_sec_ << " must be 0 to 86400 seconds\n";
-    return kExitUsage;
-  }
-  if (Status s = CheckWorkerArgs(worker_args_, "cluster", false); !s.ok()) {
-    err << "mirrored-launch: error: " << s.message() << "\n";
-    return kExitUsage;
-  }
-  resolved_run_dir_ = run_dir_.empty() ? DefaultRunDir() : run_dir_;
-  ClusterConfig config;
-  auto first = PlanTask(env, 0, &config);
-  const bool chief = config.IsChief();
+namespace {
+
+// The task was planned, and is one `cluster` runs: a task of a cluster (or
+// an evaluator, which needs none: it follows the run directory) that knows
+// where its run directory is.
+Status CheckPlanned(const ClusterConfig& config, const StatusOr<TaskLaunch>& first, bool run_dir_given) {
   if (config.is_single_local_task && !config.IsEvaluator()) {
     // Without a cluster the task would train alone, into what may be a
-    // shared run directory, beside the job it was meant to join. (An
-    // evaluator needs none: it follows the run directory.)
-    err << "mirrored-launch: error: "
-        << (config.source == "no TF_CONFIG"
-                ? std::string("no cluster: TF_CONFIG is not set and no --tf-config, --from-slurm or "
-                              "--from-k8s-indexed-job was given")
-                : "no cluster: " + config.source + " has no \"cluster\"")
-        << "; `cluster` runs this host's task of a multi-host job (for a job on this host alone, use "
-           "`mirrored-launch local`)\n";
-    return kExitUsage;
+    // shared run directory, beside the job it was meant to join.
+    return InvalidArgumentError(
+        (config.source == "no TF_CONFIG"
+             ? std::string("no cluster: TF_CONFIG is not set and no --tf-config, --from-slurm or "
+                           "--from-k8s-indexed-job was given")
+             : "no cluster: " + config.source + " has no \"cluster\"") +
+        "; `cluster` runs this host's task of a multi-host job (for a job on this host alone, use "
+        "`mirrored-launch local`)");
   }
-  if (!first.ok()) {
-    err << "mirrored-launch: error: " << first.status().message() << "\n";
-    return ExitCodeFor(first.status());
-  }
-  if (config.IsEvaluator() && run_dir_.empty()) {
+  if (!first.ok()) return first.status();
+  if (config.IsEvaluator() && !run_dir_given) {
     // A new default directory of its own would never get a checkpoint.
-    err << "mirrored-launch: error: " << first->name
-        << " needs --run-dir: the chief's run directory, whose checkpoints it follows (on a file system this host "
-           "shares with the chief's)\n";
-    return kExitUsage;
+    return InvalidArgumentError(first->name +
+                                " needs --run-dir: the chief's run directory, whose checkpoints it follows (on a file "
+                                "system this host shares with the chief's)");
   }
-  // What resolving the cluster noticed (the worker re-reads only the
-  // TF_CONFIG made from it): said once, here.
+  return OkStatus();
+}
+
+// What resolving the cluster noticed (the worker re-reads only the
+// TF_CONFIG made from it), said once, here; then whether a cluster
+// reachable off this host has a token or TLS client certificates (D10):
+// the error, or warnings.
+Status CheckConfigAndWarn(const ClusterConfig& config, const EnvironmentMap& env,
+                       const std::vector<std::string>& worker_args, bool insecure, std::ostream& err) {
   for (const std::string& warning : config.warnings) err << "mirrored-launch: warning: " << warning << "\n";
-  std::vector<std::string> auth_warnings;  // a token or TLS client certificates off loopback (D10)
-  if (Status s = CheckClusterAuthentication(config, env, worker_args_, insecure_, &auth_warnings); !s.ok()) {
-    err << "mirrored-launch: error: " << s.message() << "\n";
-    return ExitCodeFor(s);
-  }
+  std::vector<std::string> auth_warnings;
+  MIRRORED_RETURN_IF_ERROR(CheckClusterAuthentication(config, env, worker_args, insecure, &auth_warnings));
   for (const std::string& warning : auth_warnings) err << "mirrored-launch: warning: " << warning << "\n";
-  if (std::optional<GpuShare> gpus = GpuShareOf(config, env, VisibleGpus({}))) {
-    err << "mirrored-launch: " << gpus->tasks_here << " training tasks of the cluster are listed at "
-        << config.cluster.AddressOf(config.task)->host << ", which has " << gpus->gpus_here << " GPU(s): "
-        << first->name
-        << (gpus->gpus.empty() ? std::string(" gets none and trains on CPU replicas")
-                               : " gets GPU(s) " + gpus->cuda_visible_devices)
-        << " (CUDA_VISIBLE_DEVICES; set it to choose)\n";
-  }
+  return OkStatus();
+}
+
+// Which of this host's GPUs the task gets, when several training tasks
+// share the host.
+void SayGpuShare(const ClusterConfig& config, const TaskLaunch& task, const EnvironmentMap& env, std::ostream& err) {
+  std::optional<GpuShare> gpus = GpuShareOf(config, env, VisibleGpus({}));
+  if (!gpus) return;
+  err << "mirrored-launch: " << gpus->tasks_here << " training tasks of the cluster are listed at "
+      << config.cluster.AddressOf(config.task)->host << ", which has " << gpus->gpus_here << " GPU(s): " << task.name
+      << (gpus->gpus.empty() ? std::string(" gets none and trains on CPU replicas")
+                             : " gets GPU(s) " + gpus->cuda_visible_devices)
+      << " (CUDA_VISIBLE_DEVICES; set it to choose)\n";
+}
+
+// The task's share of this host's cores (CoreShareOf), or a warning when
+// the user's OMP_NUM_THREADS oversubscribes them.
+void SayCoreShare(const ClusterConfig& config, const TaskLaunch& task, const EnvironmentMap& env, std::ostream& err) {
   if (std::optional<CoreShare> share = CoreShareOf(config, env)) {
     if (share->replaced && !share->replaced->empty()) {
       err << "mirrored-launch: warning: OMP_NUM_THREADS \"" << *share->replaced
           << "\" is not a thread count: the task gets its share of the cores instead\n";
     }
     err << "mirrored-launch: " << share->tasks_here << " training tasks of the cluster are listed at "
-        << config.cluster.AddressOf(config.task)->host << ": " << first->name << " computes with OMP_NUM_THREADS="
+        << config.cluster.AddressOf(config.task)->host << ": " << task.name << " computes with OMP_NUM_THREADS="
         << share->threads << " (the " << share->cores << " core(s) here / " << share->tasks_here
         << "; set OMP_NUM_THREADS to choose)\n";
-  } else if (const std::optional<std::string> user = Lookup(env, "OMP_NUM_THREADS");
-             user && !config.IsEvaluator() && !config.is_single_local_task) {
-    const int here = config.cluster.TrainingTasksAtHostOf(config.task);
-    const std::optional<int> n = ParseThreadCount(*user);
-    if (here > 1 && n && static_cast<int64_t>(*n) * here > OnlineCpuCores()) {
-      err << "mirrored-launch: warning: OMP_NUM_THREADS " << *n << " x " << here
-          << " training tasks listed at this host is more than the " << OnlineCpuCores()
-          << " core(s) here: the tasks' threads will wait for each other's cores\n";
-    }
+    return;
   }
-  if (dry_run_) {
-    out << "# mirrored-launch cluster --dry-run: task " << first->name << " of this host, run directory "
-        << resolved_run_dir_ << "\n";
-    return DryRun({*first}, out, err);
+  const std::optional<std::string> user = Lookup(env, "OMP_NUM_THREADS");
+  if (!user || config.IsEvaluator() || config.is_single_local_task) return;
+  const int here = config.cluster.TrainingTasksAtHostOf(config.task);
+  const std::optional<int> n = ParseThreadCount(*user);
+  if (here > 1 && n && static_cast<int64_t>(*n) * here > OnlineCpuCores()) {
+    err << "mirrored-launch: warning: OMP_NUM_THREADS " << *n << " x " << here
+        << " training tasks listed at this host is more than the " << OnlineCpuCores()
+        << " core(s) here: the tasks' threads will wait for each other's cores\n";
   }
-  if (run_dir_.empty()) {
-    // Created only now that the task is planned (and not for --dry-run).
-    auto made = MakeDefaultRunDir();
-    if (!made.ok()) {
-      err << "mirrored-launch: error: " << made.status().message() << "\n";
-      return ExitCodeFor(made.status());
-    }
-    resolved_run_dir_ = *made;
-  }
-  // Only the chief locks the run directory: other tasks of the same job may
-  // share its machine and directory.
-  StatusOr<std::optional<RunDirLock>> claim = std::optional<RunDirLock>();  // held until the job ends
-  if (chief) claim = ClaimRunDir(resolved_run_dir_);
-  if (!claim.ok()) {
-    err << "mirrored-launch: error: " << claim.status().message() << "\n";
-    return ExitCodeFor(claim.status());
-  }
-  // What this host runs, as `local` says it: every host of the job prints
-  // one, so a console shows which task it is and where the job meets.
+}
+
+// What this host runs, as `local` says it: every host of the job prints
+// one, so a console shows which task it is and where the job meets.
+void SayTask(const ClusterConfig& config, const TaskLaunch& task, const std::string& run_dir, std::ostream& err) {
+  const bool chief = config.IsChief();
   const int training = config.NumTrainingTasks();
-  err << "mirrored-launch: cluster task " << first->name << (chief ? " (chief)" : "");
+  err << "mirrored-launch: cluster task " << task.name << (chief ? " (chief)" : "");
   if (config.is_single_local_task) {
     err << " (no cluster in " << config.source << ": it follows the run directory's checkpoints)";
   } else {
@@ -236,15 +216,51 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
     err << ", coordination service at " << config.cluster.CoordinatorAddress().ToString()
         << (chief ? " (hosted here)" : "");
   }
-  err << ", run directory " << resolved_run_dir_ << "\n";
+  err << ", run directory " << run_dir << "\n";
+}
+
+}  // namespace
+
+int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostream& err) {
+  if (Status s = CheckSupervisionFlags(max_restarts_, grace_period_sec_); !s.ok()) return ReportError(err, s);
+  if (Status s = CheckWorkerArgs(worker_args_, "cluster", false); !s.ok()) return ReportError(err, s);
+  resolved_run_dir_ = run_dir_.empty() ? DefaultRunDir() : run_dir_;
+  ClusterConfig config;
+  StatusOr<TaskLaunch> first = PlanTask(env, 0, &config);
+  if (Status s = CheckPlanned(config, first, !run_dir_.empty()); !s.ok()) return ReportError(err, s);
+  if (Status s = CheckConfigAndWarn(config, env, worker_args_, insecure_, err); !s.ok()) return ReportError(err, s);
+  SayGpuShare(config, *first, env, err);
+  SayCoreShare(config, *first, env, err);
+  if (dry_run_) {
+    out << "# mirrored-launch cluster --dry-run: task " << first->name << " of this host, run directory "
+        << resolved_run_dir_ << "\n";
+    return DryRun({*first}, out, err);
+  }
+  return RunTask(config, *first, env, err);
+}
+
+int ClusterCommand::RunTask(const ClusterConfig& config, const TaskLaunch& first, const EnvironmentMap& env,
+                            std::ostream& err) {
+  if (run_dir_.empty()) {
+    // Created only now that the task is planned (and not for --dry-run).
+    StatusOr<std::string> made = MakeDefaultRunDir();
+    if (!made.ok()) return ReportError(err, made.status());
+    resolved_run_dir_ = *made;
+  }
+  // Only the chief locks the run directory: other tasks of the same job may
+  // share its machine and directory.
+  StatusOr<std::optional<RunDirLock>> claim = std::optional<RunDirLock>();  // held until the job ends
+  if (config.IsChief()) claim = ClaimRunDir(resolved_run_dir_);
+  if (!claim.ok()) return ReportError(err, claim.status());
+  SayTask(config, first, resolved_run_dir_, err);
   SupervisedRunOptions run{.run_dir = resolved_run_dir_,
                            .max_restarts = max_restarts_,
-                           .grace_period = std::chrono::milliseconds(static_cast<long>(grace_period_sec_ * 1000)),
-                           .launcher_log = "launcher-" + first->name + ".log",
-                           .sees_checkpoints = chief};
+                           .grace_period = GracePeriodOf(grace_period_sec_),
+                           .launcher_log = "launcher-" + first.name + ".log",
+                           .sees_checkpoints = config.IsChief()};
   return RunSupervised(run, [&](int generation) {
     auto task = PlanTask(env, generation);
-    return std::vector<TaskLaunch>{task.ok() ? *task : *first};
+    return std::vector<TaskLaunch>{task.ok() ? *task : first};
   });
 }
 

@@ -20,6 +20,7 @@
 #include "common/cluster/environment_map.h"
 #include "common/status.h"
 #include "launcher/process/job_supervisor.h"
+#include "launcher/supervised_run.h"
 
 namespace mirrored {
 
@@ -34,6 +35,10 @@ class ClusterCommand {
   StatusOr<TaskLaunch> PlanTask(const EnvironmentMap& env, int generation, ClusterConfig* resolved = nullptr) const;
 
  private:
+  // Runs the planned task generation after generation, once the run
+  // directory is made and (by the chief) claimed: the exit code.
+  int RunTask(const ClusterConfig& config, const TaskLaunch& first, const EnvironmentMap& env, std::ostream& err);
+
   CLI::App* subcommand_ = nullptr;
   ClusterSource source_;
   std::string tf_config_text_;
@@ -41,7 +46,7 @@ class ClusterCommand {
   std::string run_dir_;
   std::string resolved_run_dir_;  // --run-dir, or the default made once per launch (every generation's)
   int max_restarts_ = 0;
-  double grace_period_sec_ = 10;
+  double grace_period_sec_ = kDefaultGracePeriodSec;
   bool dry_run_ = false;
   bool insecure_ = false;  // --insecure: no token nor client certificates off loopback
   std::string worker_binary_;

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <sstream>
 
 #include "launcher/job/local_job_plan.h"
 #include "worker/checkpoint/checkpoint_reader.h"
@@ -110,6 +111,29 @@ Status CheckRunDirFree(const std::string& run_dir) {
 StatusOr<std::optional<RunDirLock>> ClaimRunDir(const std::string& run_dir) {
   MIRRORED_RETURN_IF_ERROR(CheckRunDirFree(run_dir));
   return RunDirLock::AcquireForLauncher(run_dir);
+}
+
+Status CheckSupervisionFlags(int max_restarts, double grace_period_sec) {
+  std::ostringstream message;
+  if (max_restarts < 0) {
+    message << "--max-restarts " << max_restarts << " must not be negative";
+    return InvalidArgumentError(message.str());
+  }
+  if (!(grace_period_sec >= 0) || grace_period_sec > std::chrono::duration<double>(kMaxGracePeriod).count()) {
+    message << "--grace-period " << grace_period_sec << " must be 0 to "
+            << std::chrono::seconds(kMaxGracePeriod).count() << " seconds";
+    return InvalidArgumentError(message.str());
+  }
+  return OkStatus();
+}
+
+std::chrono::milliseconds GracePeriodOf(double grace_period_sec) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(grace_period_sec));
+}
+
+int ReportError(std::ostream& err, const Status& status) {
+  err << "mirrored-launch: error: " << status.message() << "\n";
+  return ExitCodeFor(status);
 }
 
 std::string ResolveWorkerBinary(const std::string& flag_value) {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,13 @@
 
 namespace mirrored {
 
+// --grace-period's range (seconds between SIGTERM and SIGKILL).
+inline constexpr std::chrono::hours kMaxGracePeriod{24};
+
 struct SupervisedRunOptions {
   std::string run_dir;                 // logs go to RUN_DIR/logs/<task>.log
   int max_restarts = 0;
-  std::chrono::milliseconds grace_period{10000};
+  std::chrono::milliseconds grace_period = kDefaultGracePeriod;
   // The launcher's own lines (its reports) also go to RUN_DIR/logs/<this>
   // ("" none): "launcher.log" for `local`, "launcher-<task>.log" for
   // `cluster`, whose hosts may share RUN_DIR.
@@ -31,6 +35,18 @@ struct SupervisedRunOptions {
 };
 
 int RunSupervised(const SupervisedRunOptions& options, const JobRunner::TaskFactory& tasks);
+
+// --max-restarts is not negative and --grace-period (seconds) is 0 to
+// kMaxGracePeriod. InvalidArgument naming the flag and its value.
+Status CheckSupervisionFlags(int max_restarts, double grace_period_sec);
+// --grace-period's seconds as the supervisor takes them (whole milliseconds).
+std::chrono::milliseconds GracePeriodOf(double grace_period_sec);
+// --grace-period's default, in the flag's seconds.
+inline constexpr double kDefaultGracePeriodSec = std::chrono::duration<double>(kDefaultGracePeriod).count();
+
+// Prints "mirrored-launch: error: <message>" on `err`; returns the exit
+// code for `status` (ExitCodeFor).
+int ReportError(std::ostream& err, const Status& status);
 
 // The mirrored-worker to start: --worker-binary if given, else
 // $MIRRORED_WORKER_BINARY, else the mirrored-worker beside this executable.
