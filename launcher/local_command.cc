@@ -4,6 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "common/cpu_cores.h"
 #include "common/decimal_integer.h"
@@ -52,88 +56,101 @@ void LocalCommand::Register(CLI::App& app) {
   subcommand_->add_option("worker_args", worker_args_, "Arguments for every task, after --");
 }
 
-int LocalCommand::Run(std::ostream& out, std::ostream& err) {
-  if (max_restarts_ < 0) {
-    err << "mirrored-launch: error: --max-restarts " << max_restarts_ << " must not be negative\n";
-    return kExitUsage;
+namespace {
+
+// --run-dir, else a new default one (only named, for --dry-run). `made`:
+// whether it was created here (removed again if nothing starts).
+StatusOr<std::string> ChooseRunDir(const std::string& flag, bool dry_run, bool* made) {
+  *made = false;
+  if (!flag.empty()) return flag;
+  if (dry_run) return DefaultRunDir();
+  MIRRORED_ASSIGN_OR_RETURN(std::string dir, MakeDefaultRunDir());
+  *made = true;
+  return dir;
+}
+
+// OMP_NUM_THREADS for every task. The workers share this machine's cores:
+// each computes with its share (split again among its CPU replicas), not
+// with all of them, which would oversubscribe the cores workers-fold
+// (libgomp's spinning waits then collapse throughput). A user's
+// OMP_NUM_THREADS is kept; one a worker would not take as a thread count
+// ("4,2") would leave it on every core, so the share replaces it, said once.
+std::string ThreadsPerWorker(int workers, int cores, const std::vector<std::string>& env, std::ostream& err) {
+  const std::string share = std::to_string(std::max(1, cores / std::max(1, workers)));
+  const auto user = std::find_if(env.begin(), env.end(),
+                                 [](const std::string& e) { return e.rfind("OMP_NUM_THREADS=", 0) == 0; });
+  if (user == env.end()) return share;
+  const std::string value = user->substr(sizeof("OMP_NUM_THREADS"));
+  if (std::optional<int> n = ParseThreadCount(value)) {
+    if (static_cast<int64_t>(*n) * workers > cores) {
+      err << "mirrored-launch: warning: OMP_NUM_THREADS " << *n << " x " << workers << " worker(s) is more than the "
+          << cores << " core(s) here: the tasks' threads will wait for each other's cores (unset it for " << share
+          << " each)\n";
+    }
+    return value;
   }
-  if (!(grace_period_sec_ >= 0) || grace_period_sec_ > 86400) {
-    err << "mirrored-launch: error: --grace-period " << grace_period_sec_ << " must be 0 to 86400 seconds\n";
-    return kExitUsage;
+  if (!value.empty()) {
+    err << "mirrored-launch: warning: OMP_NUM_THREADS \"" << value << "\" is not a thread count: every task gets "
+        << share << " (the cores / --workers)\n";
   }
-  if (Status s = CheckWorkerArgs(worker_args_, "local", cpu_replicas_option_->count() > 0); !s.ok()) {
-    err << "mirrored-launch: error: " << s.message() << "\n";
-    return kExitUsage;
+  return share;
+}
+
+// Every CPU replica computes with at least one thread: more replicas than
+// cores take turns on them, whatever OMP_NUM_THREADS says. Twice the cores
+// (the demo's 2 x 2 on 2 cores) costs little; more is warned about.
+void WarnAboutReplicaThreads(const LocalJobOptions& options, int cores, std::ostream& err) {
+  const bool cpu_workers = options.visible_gpus.empty() || options.gpus_per_worker == 0;
+  const int64_t replica_threads = static_cast<int64_t>(options.workers) * options.cpu_replicas.value_or(1);
+  if (cpu_workers && replica_threads > 2 * static_cast<int64_t>(cores)) {
+    err << "mirrored-launch: warning: " << options.workers << " worker(s) x " << options.cpu_replicas.value_or(1)
+        << " CPU replica(s) is " << replica_threads << " replicas, each computing with at least one thread, on "
+        << cores << " core(s): they will take turns on the cores (fewer replicas with a larger --batch-per-replica "
+           "train on the same global batch)\n";
   }
+}
+
+}  // namespace
+
+Status LocalCommand::CheckFlags() const {
+  MIRRORED_RETURN_IF_ERROR(CheckSupervisionFlags(max_restarts_, grace_period_sec_));
+  MIRRORED_RETURN_IF_ERROR(CheckWorkerArgs(worker_args_, "local", cpu_replicas_option_->count() > 0));
   if (cpu_replicas_option_->count() > 0 && cpu_replicas_ < 1) {
-    err << "mirrored-launch: error: --cpu-replicas " << cpu_replicas_ << " must be at least 1\n";
-    return kExitUsage;
+    return InvalidArgumentError("--cpu-replicas " + std::to_string(cpu_replicas_) + " must be at least 1");
   }
+  return OkStatus();
+}
+
+// The flags as the job plan takes them; a flag not given leaves its
+// default to PlanLocalJob.
+LocalJobOptions LocalCommand::OptionsFromFlags() const {
   LocalJobOptions options;
   options.workers = workers_;
   if (gpus_per_worker_option_->count() > 0) options.gpus_per_worker = gpus_per_worker_;  // < 0: refused
   if (cpu_replicas_option_->count() > 0) options.cpu_replicas = cpu_replicas_;
   options.evaluator = evaluator_;
   if (evaluator_gpus_option_->count() > 0) options.evaluator_gpus = evaluator_gpus_;  // refused without --evaluator
-  std::string made_run_dir;  // a new default one, removed again if nothing starts
-  if (!run_dir_.empty()) {
-    options.run_dir = run_dir_;
-  } else if (dry_run_) {
-    options.run_dir = DefaultRunDir();
-  } else {
-    auto made = MakeDefaultRunDir();
-    if (!made.ok()) {
-      err << "mirrored-launch: error: " << made.status().message() << "\n";
-      return ExitCodeFor(made.status());
-    }
-    options.run_dir = made_run_dir = *made;
-  }
   options.worker_binary = ResolveWorkerBinary(worker_binary_);
   options.worker_args = worker_args_;
+  return options;
+}
+
+int LocalCommand::Run(std::ostream& out, std::ostream& err) {
+  if (Status s = CheckFlags(); !s.ok()) return ReportError(err, s);
+  LocalJobOptions options = OptionsFromFlags();
+  bool made_run_dir = false;
+  StatusOr<std::string> run_dir = ChooseRunDir(run_dir_, dry_run_, &made_run_dir);
+  if (!run_dir.ok()) return ReportError(err, run_dir.status());
+  options.run_dir = *run_dir;
   const auto env = CurrentEnvironment();
   options.visible_gpus = VisibleGpus(env);
-  // The workers share this machine's cores: each computes with its share
-  // (split again among its CPU replicas), not with all of them, which would
-  // oversubscribe the cores workers-fold (libgomp's spinning waits then
-  // collapse throughput). A user's OMP_NUM_THREADS is kept; one a worker
-  // would not take as a thread count ("4,2") would leave it on every core,
-  // so the share replaces it, said once.
   const int cores = UsableCpuCores();
-  const std::string share = std::to_string(std::max(1, cores / std::max(1, workers_)));
-  options.omp_num_threads = share;
-  if (const auto user = std::find_if(env.begin(), env.end(),
-                                     [](const std::string& e) { return e.rfind("OMP_NUM_THREADS=", 0) == 0; });
-      user != env.end()) {
-    const std::string value = user->substr(sizeof("OMP_NUM_THREADS"));
-    if (std::optional<int> n = ParseThreadCount(value)) {
-      options.omp_num_threads = value;
-      if (static_cast<int64_t>(*n) * workers_ > cores) {
-        err << "mirrored-launch: warning: OMP_NUM_THREADS " << *n << " x " << workers_ << " worker(s) is more than the "
-            << cores << " core(s) here: the tasks' threads will wait for each other's cores (unset it for "
-            << share << " each)\n";
-      }
-    } else if (!value.empty()) {
-      err << "mirrored-launch: warning: OMP_NUM_THREADS \"" << value << "\" is not a thread count: every task gets "
-          << share << " (the cores / --workers)\n";
-    }
-  }
-  // Every CPU replica computes with at least one thread: more replicas
-  // than cores take turns on them, whatever OMP_NUM_THREADS says. Twice the
-  // cores (the demo's 2 x 2 on 2 cores) costs little; more is warned about.
-  const bool cpu_workers = options.visible_gpus.empty() || options.gpus_per_worker == 0;
-  const int64_t replica_threads = static_cast<int64_t>(workers_) * options.cpu_replicas.value_or(1);
-  if (cpu_workers && replica_threads > 2 * static_cast<int64_t>(cores)) {
-    err << "mirrored-launch: warning: " << workers_ << " worker(s) x " << options.cpu_replicas.value_or(1)
-        << " CPU replica(s) is " << replica_threads << " replicas, each computing with at least one thread, on "
-        << cores << " core(s): they will take turns on the cores (fewer replicas with a larger --batch-per-replica "
-           "train on the same global batch)\n";
-  }
-
-  auto plan = PlanLocalJob(options);
+  options.omp_num_threads = ThreadsPerWorker(workers_, cores, env, err);
+  WarnAboutReplicaThreads(options, cores, err);
+  StatusOr<LocalJobPlan> plan = PlanLocalJob(options);
   if (!plan.ok()) {
-    if (!made_run_dir.empty()) rmdir(made_run_dir.c_str());
-    err << "mirrored-launch: error: " << plan.status().message() << "\n";
-    return ExitCodeFor(plan.status());
+    if (made_run_dir) rmdir(options.run_dir.c_str());
+    return ReportError(err, plan.status());
   }
   if (dry_run_) {
     out << "# mirrored-launch local --dry-run: " << plan->workers() << " worker(s)"
@@ -142,27 +159,25 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
         << " (ports are picked again when the job starts)\n";
     return DryRun(plan->Tasks(0, env), out, err);
   }
-  auto claim = ClaimRunDir(options.run_dir);  // held until the job ends
-  if (!claim.ok()) {
-    err << "mirrored-launch: error: " << claim.status().message() << "\n";
-    return ExitCodeFor(claim.status());
-  }
+  return RunJob(*plan, options.run_dir, env, err);
+}
+
+int LocalCommand::RunJob(const LocalJobPlan& plan, const std::string& run_dir, const std::vector<std::string>& env,
+                         std::ostream& err) {
+  auto claim = ClaimRunDir(run_dir);  // held until the job ends
+  if (!claim.ok()) return ReportError(err, claim.status());
   // The tasks meet over TLS with certificates of a CA made for this job
   // alone (docs/security.md).
-  auto task_env = no_tls_ ? StatusOr<std::vector<std::string>>(env) : WithLocalJobTls(options.run_dir, env);
-  if (!task_env.ok()) {
-    err << "mirrored-launch: error: " << task_env.status().message() << "\n";
-    return ExitCodeFor(task_env.status());
-  }
-  err << "mirrored-launch: local job: " << plan->workers() << " worker(s)" << (evaluator_ ? " + evaluator" : "")
-      << ", run directory " << options.run_dir << ", coordination service at " << plan->coordinator_address()
-      << "\n";
-  SupervisedRunOptions run{.run_dir = options.run_dir,
+  auto task_env = no_tls_ ? StatusOr<std::vector<std::string>>(env) : WithLocalJobTls(run_dir, env);
+  if (!task_env.ok()) return ReportError(err, task_env.status());
+  err << "mirrored-launch: local job: " << plan.workers() << " worker(s)" << (evaluator_ ? " + evaluator" : "")
+      << ", run directory " << run_dir << ", coordination service at " << plan.coordinator_address() << "\n";
+  SupervisedRunOptions run{.run_dir = run_dir,
                            .max_restarts = max_restarts_,
-                           .grace_period = std::chrono::milliseconds(static_cast<long>(grace_period_sec_ * 1000)),
+                           .grace_period = GracePeriodOf(grace_period_sec_),
                            .launcher_log = "launcher.log",
                            .sees_checkpoints = true};
-  return RunSupervised(run, [&](int generation) { return plan->Tasks(generation, *task_env); });
+  return RunSupervised(run, [&](int generation) { return plan.Tasks(generation, *task_env); });
 }
 
 }  // namespace mirrored

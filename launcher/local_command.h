@@ -14,6 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
+#include "launcher/job/local_job_plan.h"
+#include "launcher/supervised_run.h"
+
 namespace mirrored {
 
 class LocalCommand {
@@ -24,6 +28,14 @@ class LocalCommand {
   int Run(std::ostream& out, std::ostream& err);
 
  private:
+  // The flags' values in range: InvalidArgument naming the flag.
+  Status CheckFlags() const;
+  LocalJobOptions OptionsFromFlags() const;
+  // Claims the run directory and runs the planned job generation after
+  // generation: the exit code.
+  int RunJob(const LocalJobPlan& plan, const std::string& run_dir, const std::vector<std::string>& env,
+             std::ostream& err);
+
   CLI::App* subcommand_ = nullptr;
   int workers_ = 1;
   int gpus_per_worker_ = 0;   // unless given: the visible GPUs split evenly
@@ -35,7 +47,7 @@ class LocalCommand {
   CLI::Option* evaluator_gpus_option_ = nullptr;
   std::string run_dir_;
   int max_restarts_ = 0;
-  double grace_period_sec_ = 10;
+  double grace_period_sec_ = kDefaultGracePeriodSec;
   bool dry_run_ = false;
   bool no_tls_ = false;       // --no-tls: the coordination service in plaintext
   std::string worker_binary_;
