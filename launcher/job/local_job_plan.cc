@@ -5,10 +5,10 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
 
+#include "common/cluster/cluster_config.h"
 #include "common/launcher_environment.h"
 
 extern char** environ;
@@ -189,9 +189,10 @@ StatusOr<LocalJobPlan> PlanLocalJob(const LocalJobOptions& options) {
   LocalJobPlan plan;
   plan.options_ = options;
   plan.job_token_ = MakeJobToken();
+  std::vector<HostPort> addresses;
   for (int i = 0; i < options.workers; ++i) {
     MIRRORED_ASSIGN_OR_RETURN(PortReservation port, PortReservation::Reserve());
-    plan.addresses_.push_back(port.address());
+    addresses.push_back(HostPort{PortReservation::kHost, static_cast<uint16_t>(port.port())});
     plan.ports_.push_back(std::move(port));
     std::vector<std::string> gpus(options.visible_gpus.begin() + i * split.per_worker,
                                   options.visible_gpus.begin() + (i + 1) * split.per_worker);
@@ -199,6 +200,7 @@ StatusOr<LocalJobPlan> PlanLocalJob(const LocalJobOptions& options) {
   }
   const auto evaluator_first = options.visible_gpus.begin() + options.workers * split.per_worker;
   plan.evaluator_gpus_.assign(evaluator_first, evaluator_first + split.evaluator);
+  MIRRORED_ASSIGN_OR_RETURN(plan.cluster_, ClusterSpec::Create({{std::string(kWorkerJob), std::move(addresses)}}));
   return plan;
 }
 
@@ -208,18 +210,17 @@ std::vector<TaskLaunch> LocalJobPlan::Tasks(int generation,
   for (const auto& e : base_env)
     if (!IsLauncherSetKey(e)) inherited.push_back(e);
 
-  nlohmann::json cluster = {{"worker", addresses_}};
   auto make = [&](const std::string& type, int index, const std::vector<std::string>* gpus) {
     TaskLaunch t;
     t.name = type + ":" + std::to_string(index);
-    t.is_training = type != "evaluator";
-    // The same keys as the cluster command's TF_CONFIG (and TensorFlow's own):
-    // a program that reads TF_CONFIG itself sees one shape under either.
-    nlohmann::json tf_config = {{"cluster", cluster},
-                                {"task", {{"type", type}, {"index", index}}},
-                                {"rpc_layer", "grpc"}};
+    t.is_training = type != kEvaluatorJob;
+    // Written as the cluster command writes it: a program that reads
+    // TF_CONFIG itself sees one shape under either (TensorFlow's own).
+    ClusterConfig config;
+    config.cluster = cluster_;
+    config.task = TaskId{type, index};
     t.env = inherited;
-    t.env.push_back("TF_CONFIG=" + tf_config.dump());
+    t.env.push_back("TF_CONFIG=" + config.ToTfConfigJson());
     t.env.push_back("MIRRORED_JOB_TOKEN=" + job_token_);
     t.env.push_back(std::string(kGenerationVariable) + "=" + std::to_string(generation));
     t.env.push_back(std::string(kWholeJobSignalledVariable) + "=1");
@@ -240,12 +241,12 @@ std::vector<TaskLaunch> LocalJobPlan::Tasks(int generation,
     return t;
   };
   std::vector<TaskLaunch> tasks;
-  for (int i = 0; i < workers(); ++i) tasks.push_back(make("worker", i, &gpus_[i]));
+  for (int i = 0; i < workers(); ++i) tasks.push_back(make(std::string(kWorkerJob), i, &gpus_[i]));
   if (options_.evaluator) {
     // The evaluator is not part of the training cluster (TF's rule); it gets
     // the GPUs of no worker: its own (--evaluator-gpus), else none, so that
     // it evaluates on the CPU.
-    tasks.push_back(make("evaluator", 0, &evaluator_gpus_));
+    tasks.push_back(make(std::string(kEvaluatorJob), 0, &evaluator_gpus_));
   }
   return tasks;
 }

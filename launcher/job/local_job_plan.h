@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cluster/cluster_spec.h"
 #include "common/status.h"
 #include "launcher/job/port_reservation.h"
 #include "launcher/process/job_supervisor.h"
@@ -44,14 +45,15 @@ class LocalJobPlan {
   std::vector<TaskLaunch> Tasks(int generation, const std::vector<std::string>& base_env) const;
 
   const std::string& job_token() const { return job_token_; }
-  const std::string& coordinator_address() const { return addresses_.front(); }
-  int workers() const { return static_cast<int>(addresses_.size()); }
+  // worker:0's address, where the coordination service listens.
+  std::string coordinator_address() const { return cluster_.CoordinatorAddress().ToString(); }
+  int workers() const { return cluster_.NumTasks(std::string(kWorkerJob)); }
 
  private:
   friend StatusOr<LocalJobPlan> PlanLocalJob(const LocalJobOptions& options);
   LocalJobOptions options_;
   std::vector<PortReservation> ports_;          // held for the job's lifetime
-  std::vector<std::string> addresses_;          // worker i's TF_CONFIG address
+  ClusterSpec cluster_;                         // the workers at their ports: every task's TF_CONFIG cluster
   std::vector<std::vector<std::string>> gpus_;  // worker i's devices (may be empty)
   std::vector<std::string> evaluator_gpus_;     // the evaluator's (empty: it evaluates on the CPU)
   std::string job_token_;

@@ -29,8 +29,11 @@ class PortReservation {
   PortReservation& operator=(const PortReservation&) = delete;
   ~PortReservation();
 
+  // The host every reservation is on.
+  static constexpr char kHost[] = "127.0.0.1";
+
   int port() const { return port_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string address() const { return std::string(kHost) + ":" + std::to_string(port_); }
 
  private:
   PortReservation(int fd, int port) : fd_(fd), port_(port) {}

@@ -81,6 +81,26 @@ TEST(LocalJobPlanTest, EveryTaskGetsItsTfConfigTokenAndArguments) {
   EXPECT_EQ(plan->job_token().size(), 32u);
 }
 
+// The bytes every task's TF_CONFIG has, the evaluator's included (it is no
+// member of the cluster): those `cluster` writes for the same cluster and
+// task, TensorFlow's keys in sorted order.
+TEST(LocalJobPlanTest, TfConfigIsWrittenAsTheClusterCommandWritesIt) {
+  LocalJobOptions o = Options();
+  o.evaluator = true;
+  auto plan = PlanLocalJob(o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto tasks = plan->Tasks(0, {});
+  ASSERT_EQ(tasks.size(), 3u);
+  auto tf = nlohmann::json::parse(EnvValue(tasks[0], "TF_CONFIG"));
+  const std::string cluster = R"({"cluster":{"worker":[")" + tf["cluster"]["worker"][0].get<std::string>() +
+                              R"(",")" + tf["cluster"]["worker"][1].get<std::string>() + R"("]},"rpc_layer":"grpc",)";
+  EXPECT_EQ(plan->coordinator_address(), tf["cluster"]["worker"][0].get<std::string>());
+  EXPECT_EQ(plan->coordinator_address().rfind("127.0.0.1:", 0), 0u);
+  EXPECT_EQ(EnvValue(tasks[0], "TF_CONFIG"), cluster + R"("task":{"index":0,"type":"worker"}})");
+  EXPECT_EQ(EnvValue(tasks[1], "TF_CONFIG"), cluster + R"("task":{"index":1,"type":"worker"}})");
+  EXPECT_EQ(EnvValue(tasks[2], "TF_CONFIG"), cluster + R"("task":{"index":0,"type":"evaluator"}})");
+}
+
 TEST(LocalJobPlanTest, VisibleGpusAreSplitEvenlyAcrossWorkers) {
   LocalJobOptions o = Options();
   o.visible_gpus = {"0", "1", "2", "3", "4"};
