@@ -16,9 +16,9 @@
 #include <optional>
 #include <sstream>
 
+#include "common/run_dir/checkpoint_reader.h"
+#include "common/run_dir/run_dir_lock.h"
 #include "launcher/job/local_job_plan.h"
-#include "worker/checkpoint/checkpoint_reader.h"
-#include "worker/checkpoint/run_dir_lock.h"
 
 namespace mirrored {
 namespace {

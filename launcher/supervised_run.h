@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "common/run_dir/run_dir_lock.h"
 #include "common/status.h"
 #include "launcher/job/job_runner.h"
-#include "worker/checkpoint/run_dir_lock.h"
 
 namespace mirrored {
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "common/run_dir/checkpoint_reader.h"
 #include "mirrored/config.h"
-#include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/checkpoint_writer.h"
 
 using namespace mirrored;

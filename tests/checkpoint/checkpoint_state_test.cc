@@ -1,13 +1,13 @@
-#include "worker/checkpoint/checkpoint_state.h"
+#include "common/run_dir/checkpoint_state.h"
 
 #include <gtest/gtest.h>
 
 #include <cerrno>
 
 #include "checkpoint_test_util.h"
-#include "worker/checkpoint/checkpoint_index.h"
+#include "common/run_dir/checkpoint_index.h"
+#include "common/run_dir/posix_file_env.h"
 #include "worker/checkpoint/evaluator_lease.h"
-#include "worker/checkpoint/posix_file_env.h"
 
 namespace mirrored {
 namespace {

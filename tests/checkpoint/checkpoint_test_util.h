@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/checkpoint/checkpoint_reader.h"
+#include "common/run_dir/checkpoint_reader.h"
 #include "worker/checkpoint/checkpoint_writer.h"
 
 namespace mirrored {

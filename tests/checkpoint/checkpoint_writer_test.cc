@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "checkpoint_test_util.h"
-#include "worker/checkpoint/checkpoint_index.h"
+#include "common/run_dir/checkpoint_index.h"
 #include "worker/checkpoint/evaluator_lease.h"
 #include "worker/checkpoint/fault_injecting_file_env.h"
 

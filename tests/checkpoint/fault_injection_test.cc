@@ -10,7 +10,7 @@
 
 #include "checkpoint_test_util.h"
 #include "common/logging.h"
-#include "worker/checkpoint/checkpoint_index.h"
+#include "common/run_dir/checkpoint_index.h"
 #include "worker/checkpoint/fault_injecting_file_env.h"
 
 namespace mirrored {

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "common/run_dir/posix_file_env.h"
 #include "worker/checkpoint/checkpoint_writer.h"
-#include "worker/checkpoint/posix_file_env.h"
 
 using namespace mirrored;
 

@@ -15,7 +15,7 @@
 #include <optional>
 #include <thread>
 
-#include "worker/checkpoint/run_dir_lock.h"
+#include "common/run_dir/run_dir_lock.h"
 #include "worker/checkpoint/training_done.h"
 #include "worker/checkpoint/training_start.h"
 

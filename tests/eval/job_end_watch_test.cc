@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "worker/checkpoint/run_dir_lock.h"
+#include "common/run_dir/run_dir_lock.h"
 #include "worker/checkpoint/training_done.h"
 #include "worker/checkpoint/training_start.h"
 

@@ -20,9 +20,9 @@
 #include "common/cluster/host_port.h"
 #include "common/cluster/slurm_host_list.h"
 #include "common/cluster/tf_config_parser.h"
-#include "worker/checkpoint/checkpoint_index.h"
-#include "worker/checkpoint/checkpoint_state.h"
-#include "worker/checkpoint/safetensors_file.h"
+#include "common/run_dir/checkpoint_index.h"
+#include "common/run_dir/checkpoint_state.h"
+#include "common/run_dir/safetensors_file.h"
 #include "worker/data/idx_file.h"
 
 namespace mirrored {

@@ -22,13 +22,13 @@
 #include <sstream>
 
 #include "common/cluster/tf_config_parser.h"
+#include "common/run_dir/checkpoint_reader.h"
+#include "common/run_dir/file_env.h"
 #include "launcher/job/port_reservation.h"
 #include "tests/train/gpu_train_fixture.h"
 #include "tests/util/gpu_test_util.h"
 #include "tests/util/process_test_util.h"
 #include "tests/util/worker_process.h"
-#include "worker/checkpoint/checkpoint_reader.h"
-#include "worker/checkpoint/file_env.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/model/model.h"
 #include "worker/train/device_choice.h"

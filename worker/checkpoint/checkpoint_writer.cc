@@ -5,7 +5,7 @@
 
 #include "common/crc32c.h"
 #include "common/logging.h"
-#include "worker/checkpoint/checkpoint_index.h"
+#include "common/run_dir/checkpoint_index.h"
 #include "worker/checkpoint/evaluator_lease.h"
 
 namespace mirrored {

@@ -40,9 +40,9 @@
 #include <thread>
 #include <vector>
 
-#include "worker/checkpoint/checkpoint_state.h"
-#include "worker/checkpoint/file_env.h"
-#include "worker/checkpoint/safetensors_file.h"
+#include "common/run_dir/checkpoint_state.h"
+#include "common/run_dir/file_env.h"
+#include "common/run_dir/safetensors_file.h"
 
 namespace mirrored {
 

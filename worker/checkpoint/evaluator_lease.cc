@@ -4,7 +4,7 @@
 
 #include "common/logging.h"
 
-#include "worker/checkpoint/checkpoint_index.h"
+#include "common/run_dir/checkpoint_index.h"
 
 namespace mirrored {
 

@@ -41,7 +41,7 @@
 #include <optional>
 #include <string>
 
-#include "worker/checkpoint/file_env.h"
+#include "common/run_dir/file_env.h"
 
 namespace mirrored {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/checkpoint/file_env.h"
+#include "common/run_dir/file_env.h"
 
 namespace mirrored {
 

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "worker/checkpoint/checkpoint_index.h"
+#include "common/run_dir/checkpoint_index.h"
 #include "worker/checkpoint/training_done.h"
 
 namespace mirrored {

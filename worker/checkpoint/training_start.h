@@ -18,8 +18,8 @@
 #include <optional>
 #include <string>
 
+#include "common/run_dir/file_env.h"
 #include "common/status.h"
-#include "worker/checkpoint/file_env.h"
 
 namespace mirrored {
 

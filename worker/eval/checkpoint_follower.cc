@@ -4,8 +4,8 @@
 #include <set>
 
 #include "common/logging.h"
+#include "common/run_dir/checkpoint_index.h"
 #include "common/signal_name.h"
-#include "worker/checkpoint/checkpoint_index.h"
 #include "worker/checkpoint/evaluator_lease.h"
 #include "worker/checkpoint/training_start.h"
 #include "worker/eval/stop_signal.h"

@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "common/run_dir/checkpoint_reader.h"
+#include "common/run_dir/file_env.h"
 #include "common/status.h"
-#include "worker/checkpoint/checkpoint_reader.h"
-#include "worker/checkpoint/file_env.h"
 #include "worker/eval/evaluation_log.h"
 #include "worker/eval/evaluation_summary.h"
 #include "worker/eval/job_end_watch.h"

@@ -10,8 +10,8 @@
 
 #include "common/launcher_environment.h"
 #include "common/logging.h"
+#include "common/run_dir/checkpoint_index.h"
 #include "common/signal_name.h"
-#include "worker/checkpoint/checkpoint_index.h"
 #include "worker/eval/stop_signal.h"
 
 namespace mirrored {

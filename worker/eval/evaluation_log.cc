@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "common/logging.h"
-#include "worker/checkpoint/checkpoint_index.h"
+#include "common/run_dir/checkpoint_index.h"
 
 namespace mirrored {
 

@@ -12,8 +12,8 @@
 #include <memory>
 #include <string>
 
+#include "common/run_dir/checkpoint_reader.h"
 #include "common/status.h"
-#include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/summary/event_writer.h"
 #include "worker/summary/metrics_log.h"
 

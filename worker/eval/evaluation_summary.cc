@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
+#include "common/run_dir/checkpoint_index.h"
 #include "common/signal_name.h"
-#include "worker/checkpoint/checkpoint_index.h"
 
 namespace mirrored {
 namespace {

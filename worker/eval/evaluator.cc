@@ -7,9 +7,9 @@
 
 #include "common/launcher_environment.h"
 #include "common/logging.h"
+#include "common/run_dir/file_env.h"
+#include "common/run_dir/run_dir_lock.h"
 #include "worker/checkpoint/evaluator_lease.h"
-#include "worker/checkpoint/file_env.h"
-#include "worker/checkpoint/run_dir_lock.h"
 #include "worker/checkpoint/training_done.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/eval/checkpoint_follower.h"

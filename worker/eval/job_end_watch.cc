@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/logging.h"
-#include "worker/checkpoint/run_dir_lock.h"
+#include "common/run_dir/run_dir_lock.h"
 #include "worker/checkpoint/training_done.h"
 #include "worker/checkpoint/training_start.h"
 #include "worker/eval/evaluation_log.h"

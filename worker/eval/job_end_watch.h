@@ -28,9 +28,9 @@
 #include <string>
 #include <vector>
 
+#include "common/run_dir/checkpoint_reader.h"
+#include "common/run_dir/file_env.h"
 #include "common/status.h"
-#include "worker/checkpoint/checkpoint_reader.h"
-#include "worker/checkpoint/file_env.h"
 #include "worker/eval/skipped_checkpoints.h"
 
 namespace mirrored {

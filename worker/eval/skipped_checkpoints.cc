@@ -1,6 +1,6 @@
 #include "worker/eval/skipped_checkpoints.h"
 
-#include "worker/checkpoint/checkpoint_index.h"
+#include "common/run_dir/checkpoint_index.h"
 
 namespace mirrored {
 

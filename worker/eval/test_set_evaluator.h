@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
+#include "common/run_dir/checkpoint_reader.h"
 #include "common/status.h"
-#include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/model/model.h"
 #include "worker/worker_options.h"

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/run_dir/checkpoint_reader.h"
 #include "common/status.h"
-#include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/checkpoint_writer.h"
 #include "worker/model/model.h"
 #include "worker/model/optimizer.h"

@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "common/run_dir/checkpoint_reader.h"
 #include "common/status.h"
-#include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/data/batch_sampler.h"
 #include "worker/model/model.h"
 #include "worker/model/optimizer.h"

@@ -1,4 +1,4 @@
-#include "worker/checkpoint/run_dir_lock.h"
+#include "common/run_dir/run_dir_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -18,9 +18,9 @@
 #include <utility>
 
 #include "common/logging.h"
+#include "common/run_dir/checkpoint_index.h"
+#include "common/run_dir/file_env.h"
 #include "common/seconds_text.h"
-#include "worker/checkpoint/checkpoint_index.h"
-#include "worker/checkpoint/file_env.h"
 
 namespace mirrored {
 namespace {

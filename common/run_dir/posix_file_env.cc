@@ -1,4 +1,4 @@
-#include "worker/checkpoint/posix_file_env.h"
+#include "common/run_dir/posix_file_env.h"
 
 #include <dirent.h>
 #include <fcntl.h>

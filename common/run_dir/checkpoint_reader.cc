@@ -1,4 +1,4 @@
-#include "worker/checkpoint/checkpoint_reader.h"
+#include "common/run_dir/checkpoint_reader.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,7 +6,7 @@
 
 #include "common/crc32c.h"
 #include "common/logging.h"
-#include "worker/checkpoint/checkpoint_index.h"
+#include "common/run_dir/checkpoint_index.h"
 
 namespace mirrored {
 

@@ -1,4 +1,4 @@
-#include "worker/checkpoint/checkpoint_index.h"
+#include "common/run_dir/checkpoint_index.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-#include "worker/checkpoint/checkpoint_state.h"
+#include "common/run_dir/checkpoint_state.h"
 
 #include <cstdio>
 

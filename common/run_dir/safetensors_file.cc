@@ -1,4 +1,4 @@
-#include "worker/checkpoint/safetensors_file.h"
+#include "common/run_dir/safetensors_file.h"
 
 #include <algorithm>
 #include <bit>

@@ -1,4 +1,4 @@
-#include "worker/checkpoint/file_env.h"
+#include "common/run_dir/file_env.h"
 
 #include <unistd.h>
 

@@ -6,7 +6,7 @@
 //   MIRRORED_ASSIGN_OR_RETURN(std::string bytes, env.ReadFile("runs/x/checkpoints/checkpoint"));
 #pragma once
 
-#include "worker/checkpoint/file_env.h"
+#include "common/run_dir/file_env.h"
 
 namespace mirrored {
 
