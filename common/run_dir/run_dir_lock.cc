@@ -109,6 +109,39 @@ std::chrono::milliseconds SameMachineWait(const std::string& holder) {
   return HolderExiting(holder) ? kExitingHolderWait : kHolderGrace;
 }
 
+// flock(2) has no timed wait: a lock in the way is tried again this often,
+// within the deadline (a holder on another host is waited for longer).
+constexpr std::chrono::milliseconds kLockRetry{20};
+constexpr std::chrono::milliseconds kRemoteLockRetry{500};
+
+// Opens (creating it and `dir`) the lock file `path` in `dir`.
+StatusOr<int> OpenLockFile(const std::string& run_dir, const std::string& dir, const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    return RunDirError(
+        "--run-dir " + run_dir + ": cannot create " + dir + ": " + (ec ? ec.message() : "not a directory"),
+        ec ? ec.value() : ENOTDIR);
+  }
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    return RunDirError("--run-dir " + run_dir + ": cannot open " + path + ": " + std::strerror(err), err);
+  }
+  return fd;
+}
+
+// Replaces the lock file's line with this process's (Holder()).
+Status WriteHolderLine(int fd, const std::string& run_dir, const std::string& path) {
+  const std::string me = Holder() + "\n";
+  errno = 0;
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+    const int err = errno != 0 ? errno : ENOSPC;  // a short write sets none
+    return RunDirError("--run-dir " + run_dir + ": cannot write " + path + ": " + std::strerror(err), err);
+  }
+  return OkStatus();
+}
+
 // How a lock held by another job's chief or launcher is refused.
 RunDirLock::Refusal kAnotherJob(const std::string& role) {
   return {"is in use by another job (its " + role + ": ", "give another --run-dir, or wait for that job to end"};
@@ -148,19 +181,8 @@ StatusOr<std::optional<RunDirLock>> RunDirLock::AcquireFile(const std::string& r
                                                             const char* name, const Refusal& refusal,
                                                             std::chrono::milliseconds remote_wait,
                                                             bool remote_is_refusal) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir)) {
-    return RunDirError(
-        "--run-dir " + run_dir + ": cannot create " + dir + ": " + (ec ? ec.message() : "not a directory"),
-        ec ? ec.value() : ENOTDIR);
-  }
   const std::string path = JoinPath(dir, name);
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    const int err = errno;
-    return RunDirError("--run-dir " + run_dir + ": cannot open " + path + ": " + std::strerror(err), err);
-  }
+  MIRRORED_ASSIGN_OR_RETURN(const int fd, OpenLockFile(run_dir, dir, path));
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   // Since when only shared locks have been in the way (one look after
@@ -192,7 +214,7 @@ StatusOr<std::optional<RunDirLock>> RunDirLock::AcquireFile(const std::string& r
                                     " (no mirrored job: its looks at the lock last an instant); find it with "
                                     "`fuser -v " + path + "` or `lslocks`, and end it or wait for it");
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(kLockRetry);
       continue;
     }
     looked_since.reset();
@@ -219,15 +241,11 @@ StatusOr<std::optional<RunDirLock>> RunDirLock::AcquireFile(const std::string& r
                             << " for it to end or, if that host died, for the file server to free its lock";
       said_waiting = true;
     }
-    // flock has no timed wait: poll, within the deadline.
-    std::this_thread::sleep_for(std::chrono::milliseconds(this_host ? 20 : 500));
+    std::this_thread::sleep_for(this_host ? kLockRetry : kRemoteLockRetry);
   }
-  const std::string me = Holder() + "\n";
-  errno = 0;
-  if (ftruncate(fd, 0) != 0 || pwrite(fd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
-    const int err = errno != 0 ? errno : ENOSPC;  // a short write sets none
+  if (Status written = WriteHolderLine(fd, run_dir, path); !written.ok()) {
     close(fd);
-    return RunDirError("--run-dir " + run_dir + ": cannot write " + path + ": " + std::strerror(err), err);
+    return written;
   }
   return std::optional<RunDirLock>(RunDirLock(fd));
 }
@@ -237,7 +255,7 @@ std::optional<std::string> RunDirLock::HeldOnThisMachine(const std::string& run_
   std::optional<std::string> holder;
   while ((holder = HolderOnThisMachineNow(run_dir)) &&
          std::chrono::steady_clock::now() < start + SameMachineWait(*holder)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(kLockRetry);
   }
   return holder;
 }
