@@ -67,10 +67,6 @@ int CheckWithoutRunning(const WorkerOptions& options) {
   return ExitCodeFor(s);
 }
 
-std::chrono::milliseconds Ms(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-}
-
 int RunWorker(const WorkerOptions& options) {
   auto config = ResolveTfConfig(std::nullopt);
   if (!config.ok()) return Fail("worker", config.status());
@@ -106,10 +102,10 @@ int RunWorker(const WorkerOptions& options) {
   }
   so.device = *device;  // auto: every visible GPU, else --cpu-replicas CPU replicas
   so.cpu_replicas = options.cpu_replicas;
-  so.collective_timeout = Ms(options.collective_timeout_sec);
-  so.registration_timeout = Ms(options.registration_timeout_sec);
-  so.heartbeat_interval = Ms(options.heartbeat_interval_sec);
-  so.heartbeat_timeout = Ms(options.heartbeat_timeout_sec);
+  so.collective_timeout = MillisecondsOf(options.collective_timeout_sec);
+  so.registration_timeout = MillisecondsOf(options.registration_timeout_sec);
+  so.heartbeat_interval = MillisecondsOf(options.heartbeat_interval_sec);
+  so.heartbeat_timeout = MillisecondsOf(options.heartbeat_timeout_sec);
   // A wrong --data fails now, before joining (and says so to the chief's
   // service), not once every task has registered.
   if (Status files = data::FashionMnist::CheckFiles(options.data_dir, options.validate); !files.ok()) {

@@ -194,4 +194,8 @@ double WorkerOptions::EffectiveLearningRate() const {
   return optimizer == "sgd" ? 1e-2 : 1e-3;
 }
 
+std::chrono::milliseconds MillisecondsOf(double seconds) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(seconds));
+}
+
 }  // namespace mirrored

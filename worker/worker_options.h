@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -73,5 +74,9 @@ struct WorkerOptions {
   // The learning rate to use (the flag, or the optimizer's default).
   double EffectiveLearningRate() const;
 };
+
+// A flag given in seconds (--collective-timeout-sec) as the duration it sets,
+// truncated to the millisecond.
+std::chrono::milliseconds MillisecondsOf(double seconds);
 
 }  // namespace mirrored
