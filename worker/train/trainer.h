@@ -14,11 +14,22 @@
 // validation pass keeps it (short slices, counts reduced exactly).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "common/run_dir/checkpoint_reader.h"
+#include "worker/checkpoint/checkpoint_writer.h"
+#include "common/run_dir/run_dir_lock.h"
+#include "worker/data/batch_sampler.h"
 #include "worker/data/fashion_mnist.h"
+#include "worker/model/precision.h"
+#include "worker/train/chief_log.h"
 #include "worker/train/mirrored_strategy.h"
 #include "worker/worker_options.h"
 
@@ -45,5 +56,77 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
                              const data::FashionMnist& data);
 // Loads options.data_dir, then trains.
 StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy);
+
+// One task's part of Train: what every replica agrees on (the plan), the
+// chief task's run directory (its lock, the checkpoint it resumes from, the
+// log and the checkpoint writer), and the summary its replicas fill in. Each
+// local replica trains on its own thread as a ReplicaTrainer
+// (replica_trainer.h), which reads all of this. Run it once.
+//
+//   Trainer trainer(options, strategy, data);
+//   StatusOr<TrainSummary> r = trainer.Run();
+class Trainer {
+ public:
+  Trainer(const WorkerOptions& options, MirroredStrategy& strategy, const data::FashionMnist& data);
+
+  // Trains every local replica to the last step (or a SIGTERM). Errors:
+  // InvalidArgument (tasks that disagree, a batch larger than the data, a
+  // run directory of another model), the run directory's, the replicas'.
+  StatusOr<TrainSummary> Run();
+
+ private:
+  friend class ReplicaTrainer;
+
+  // The same on every task: settings agreed, precision, batch and steps.
+  Status Plan();
+  // The chief task's run directory, before any replica starts.
+  Status PrepareRunDir();
+  // Locks the run directory and withdraws an earlier run's "done".
+  Status ClaimRunDir();
+  // The latest checkpoint, if any, into resume_ (refused when it is another
+  // model's or optimizer's).
+  Status FindResumePoint();
+  Status CheckResumable(const CheckpointInfo& latest) const;
+  // Where this run starts (log, training_start, validation owed) and the writer.
+  Status RecordStart();
+  void LogPlan() const;
+  // Splits this process's CPU threads among its replicas.
+  void SplitCpuThreads();
+  void LogCpuThreads(int budget) const;
+
+  template <typename Update>
+  void UpdateSummary(Update update) {
+    std::lock_guard<std::mutex> lock(summary_mu_);
+    update(summary_);
+  }
+
+  const WorkerOptions& options_;
+  MirroredStrategy& strategy_;
+  const data::FashionMnist& data_;
+
+  // Plan(): the same on every task.
+  model::Precision precision_ = model::Precision::kFp32;
+  int world_ = 0;  // replicas in sync
+  uint64_t global_batch_ = 0;
+  std::optional<data::BatchSampler> sampler_;
+  int64_t steps_per_epoch_ = 0;
+  int64_t total_steps_ = 0;
+  bool checkpoints_ = false;            // a --run-dir to checkpoint into
+  std::vector<std::string> tasks_;      // every training task, in rank order
+  float task_key_ = 0;                  // this task's ordinal + 1 (PreemptedTasks)
+  std::chrono::milliseconds collective_timeout_{0};
+  int threads_per_replica_ = 1;         // CPU replicas' oneDNN threads
+
+  // The chief task's run directory (unused on the others). The lock is
+  // released before the writer is destroyed.
+  ChiefLog log_;
+  std::optional<LoadedCheckpoint> resume_;
+  bool validate_first_ = false;  // see StartPoint
+  std::unique_ptr<CheckpointWriter> writer_;
+  std::optional<RunDirLock> run_dir_lock_;  // held while this chief trains
+
+  std::mutex summary_mu_;  // replicas' threads fill the summary in
+  TrainSummary summary_;
+};
 
 }  // namespace mirrored
