@@ -42,8 +42,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/cluster/cluster_config.h"
+#include "common/cluster/host_port.h"
 #include "common/status.h"
 #include "worker/comm/communicator.h"
 #include "worker/comm/replica_group.h"
@@ -59,6 +61,7 @@ class CoordinationAgent;
 class CoordinationServer;
 class CoordinationService;
 class CoordinationGlooStore;
+class TlsCredentials;
 }  // namespace coordination
 class ProcessGroup;
 
@@ -177,9 +180,39 @@ class MirroredStrategy {
   Status Shutdown();
 
  private:
+  // What registration tells a task about the job (a single local task:
+  // its own replicas alone).
+  struct Membership {
+    std::vector<int> replicas_per_process;  // every training task's, in rank order
+    int process_rank = 0;                   // this task's index in it
+    std::string nccl_unique_id;             // "": none handed out
+  };
+
   MirroredStrategy() = default;
   // Create's work on this new strategy; `attempt` learns how far it got.
+  // Its steps, in order: ChooseDevices, Register (with CheckSameDeviceKind
+  // and ConnectGloo) unless the task trains alone, CreateReplicaGroup.
   Status Join(const ClusterConfig& config, const StrategyOptions& options, JoinAttempt& attempt);
+  // This task's replicas from options_.device (InvalidArgument: none usable).
+  Status ChooseDevices();
+  // The chief starts the service; every task registers with it and learns
+  // the job's tasks and its own rank.
+  StatusOr<Membership> Register(const ClusterConfig& config, JoinAttempt& attempt);
+  Status StartService(const ClusterConfig& config, const HostPort& chief_address,
+                      const std::vector<std::string>& tasks, const coordination::TlsCredentials& tls);
+  void CreateAgent(const ClusterConfig& config, const HostPort& chief_address, const std::vector<std::string>& tasks,
+                   const coordination::TlsCredentials& tls);
+  // Where this task reaches the chief's service, warning now about an
+  // address that may keep registration waiting.
+  std::string ServiceAddress(const ClusterConfig& config, const HostPort& chief_address) const;
+  // Registers; a deadline missed for a chief's address that does not
+  // resolve says so.
+  Status ConnectAgent(const ClusterConfig& config, const HostPort& chief_address);
+  // The Gloo group between tasks (CPU replicas of a job of several tasks).
+  Status ConnectGloo(const ClusterConfig& config, int process_rank);
+  // Ranks and world size from `membership`, then the replicas' collectives:
+  // none (one replica in all), NCCL (GPUs) or shared memory plus Gloo.
+  Status CreateReplicaGroup(const Membership& membership);
   // After a failed Join: hands the chief's service and server to `attempt`
   // when tasks still to register have not heard the service's error.
   void KeepServiceIn(JoinAttempt& attempt);

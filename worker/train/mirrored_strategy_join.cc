@@ -23,6 +23,7 @@
 #include "worker/coordination/coordination_gloo_store.h"
 #include "worker/coordination/coordination_server.h"
 #include "worker/coordination/coordination_service.h"
+#include "worker/coordination/tls_credentials.h"
 #include "worker/coordination/nccl_unique_id.h"
 #include "worker/train/join_attempt.h"
 #include "worker/train/local_addresses.h"
@@ -35,6 +36,31 @@
 #endif
 
 namespace mirrored {
+namespace {
+
+// A peer that dies leaves Gloo writing to a closed socket: SIGPIPE's
+// default action would kill this task (exit 141, no message) before the
+// failure could be reported as the peer's (exit 3). Unless the program
+// chose a disposition of its own, writes fail with EPIPE instead.
+void IgnoreSigpipeUnlessHandled() {
+  struct sigaction pipe_action {};
+  if (sigaction(SIGPIPE, nullptr, &pipe_action) == 0 && pipe_action.sa_handler == SIG_DFL &&
+      !(pipe_action.sa_flags & SA_SIGINFO)) {
+    signal(SIGPIPE, SIG_IGN);
+  }
+}
+
+// Compared at registration: the training tasks, "chief:0, worker:0,
+// worker:1". Not their addresses: hosts may spell one address differently
+// (a short name, a full one, an IP), and each task reaches the chief at the
+// address it was given.
+std::string ClusterText(const std::vector<std::string>& tasks) {
+  std::string cluster;
+  for (const std::string& t : tasks) cluster += (cluster.empty() ? "" : ", ") + t;
+  return cluster;
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<MirroredStrategy>> MirroredStrategy::Create(const ClusterConfig& config,
                                                                      const StrategyOptions& options,
@@ -60,15 +86,7 @@ void MirroredStrategy::KeepServiceIn(JoinAttempt& attempt) {
 }
 
 Status MirroredStrategy::Join(const ClusterConfig& config, const StrategyOptions& options, JoinAttempt& attempt) {
-  // A peer that dies leaves Gloo writing to a closed socket: SIGPIPE's
-  // default action would kill this task (exit 141, no message) before the
-  // failure could be reported as the peer's (exit 3). Unless the program
-  // chose a disposition of its own, writes fail with EPIPE instead.
-  struct sigaction pipe_action {};
-  if (sigaction(SIGPIPE, nullptr, &pipe_action) == 0 && pipe_action.sa_handler == SIG_DFL &&
-      !(pipe_action.sa_flags & SA_SIGINFO)) {
-    signal(SIGPIPE, SIG_IGN);
-  }
+  IgnoreSigpipeUnlessHandled();
   if (const char* token = std::getenv(kJobTokenVariable); token != nullptr && *token != '\0' && options.job_token.empty()) {
     MIRRORED_LOG(WARNING) << kJobTokenVariable << " is set but StrategyOptions::job_token is empty: this task "
                           << "presents no token (start from StrategyOptions::FromEnvironment())";
@@ -76,151 +94,179 @@ Status MirroredStrategy::Join(const ClusterConfig& config, const StrategyOptions
   options_ = options;
   task_name_ = config.task.ToString();
   InstallTerminateHandler(task_name_);
+  MIRRORED_RETURN_IF_ERROR(ChooseDevices());
+  if (devices_.gpu) PinNcclSocketInterface(config);
+  Membership membership;  // a single local task: its own replicas alone
+  membership.replicas_per_process = {local_replicas_};
+  if (!config.is_single_local_task && config.NumTrainingTasks() > 0) {
+    MIRRORED_ASSIGN_OR_RETURN(membership, Register(config, attempt));
+    if (tasks_.size() > 1) MIRRORED_RETURN_IF_ERROR(CheckSameDeviceKind(tasks_));
+    if (tasks_.size() > 1 && !devices_.gpu) MIRRORED_RETURN_IF_ERROR(ConnectGloo(config, membership.process_rank));
+  }
+  return CreateReplicaGroup(membership);
+}
+
+Status MirroredStrategy::ChooseDevices() {
   // Decided before joining: a task that cannot run its replicas fails now
   // (exit 2) and the launcher stops the others.
   GpuProbe probe;  // a CPU-only task never initialises the CUDA runtime
-  if (options.device != DeviceKind::kCpu) probe = options.gpu_probe ? options.gpu_probe() : ProbeGpus();
-  MIRRORED_ASSIGN_OR_RETURN(devices_, ResolveReplicaDevices(options.device, options.cpu_replicas, probe));
-  if (options.device == DeviceKind::kAuto && devices_.gpu && options.cpu_replicas != 1) {
-    MIRRORED_LOG(WARNING) << "--cpu-replicas " << options.cpu_replicas << " ignored: " << devices_.Describe()
+  if (options_.device != DeviceKind::kCpu) probe = options_.gpu_probe ? options_.gpu_probe() : ProbeGpus();
+  MIRRORED_ASSIGN_OR_RETURN(devices_, ResolveReplicaDevices(options_.device, options_.cpu_replicas, probe));
+  if (options_.device == DeviceKind::kAuto && devices_.gpu && options_.cpu_replicas != 1) {
+    MIRRORED_LOG(WARNING) << "--cpu-replicas " << options_.cpu_replicas << " ignored: " << devices_.Describe()
                           << " (--device auto found GPUs; pass --device cpu for CPU replicas)";
   }
   local_replicas_ = devices_.local_replicas();
-  if (devices_.gpu) PinNcclSocketInterface(config);
-  std::vector<int> replicas_per_process = {local_replicas_};
-  int process_rank = 0;
-  std::string nccl_unique_id;
+  return OkStatus();
+}
 
-  if (!config.is_single_local_task && config.NumTrainingTasks() > 0) {
-    namespace co = coordination;
-    std::vector<std::string> tasks;
-    // Compared at registration: the training tasks, "chief:0, worker:0,
-    // worker:1". Not their addresses: hosts may spell one address
-    // differently (a short name, a full one, an IP), and each task reaches
-    // the chief at the address it was given.
-    std::string cluster;
-    for (const TaskId& t : config.cluster.TrainingTasks()) {
-      tasks.push_back(t.ToString());
-      cluster += (cluster.empty() ? "" : ", ") + t.ToString();
-    }
-    const TaskId chief = config.cluster.ChiefTask();
-    const auto chief_address = config.cluster.AddressOf(chief);
-    if (!chief_address) return InvalidArgumentError("the chief " + chief.ToString() + " has no address");
-    MIRRORED_ASSIGN_OR_RETURN(const co::TlsCredentials tls, co::TlsCredentials::Load(options.tls));
-    if (config.IsChief()) {
-      co::CoordinationServiceOptions so;
-      so.tasks = tasks;
-      so.cluster = cluster;
-      for (const TaskId& t : config.cluster.TrainingTasks()) so.task_hosts.push_back(config.cluster.AddressOf(t)->host);
-      so.heartbeat_timeout_ms = options.heartbeat_timeout.count();
-      so.registration_timeout_ms = options.registration_timeout.count();
-      MIRRORED_ASSIGN_OR_RETURN(service_, co::CoordinationService::Create(so));
-      service_->StartDeadlineThread();
-      MIRRORED_ASSIGN_OR_RETURN(server_, co::CoordinationServer::Start(ListenAddress(*chief_address),
-                                                                       options.job_token, service_.get(), tls));
-      // From here a failure of the join is the service's to tell (or found
-      // by it); see KeepServiceIn.
-      attempt.reached_service_ = true;
-    }
-    co::CoordinationAgentOptions ao;
-    ao.service_address = chief_address->ToString();
-    const std::string listen = ListenAddress(*chief_address);
-    if (config.task == chief && listen.starts_with("0.0.0.0:")) {
-      // The chief reaches its own service over loopback: its TF_CONFIG name
-      // need not resolve on its own host (the others report if they cannot).
-      ao.service_address = "127.0.0.1:" + std::to_string(chief_address->port);
-      ao.tls_server_name = chief_address->host;  // its certificate's name, not 127.0.0.1's
-      // Where it resolves, to no address of this host: the others reach
-      // another host there (a "task" given to the wrong host; given as an
-      // IP, the same mistake fails the bind).
-      if (std::string elsewhere = NonLocalAddresses(chief_address->host); !elsewhere.empty()) {
-        MIRRORED_LOG(WARNING) << "the chief's address " << chief_address->ToString() << " resolves to " << elsewhere
-                              << ", no address of this host: the other tasks will look for the chief there. If this "
-                                 "host is not " << chief_address->host << ", TF_CONFIG's \"task\" here is wrong";
-      }
-    } else if (std::string why = ResolveError(chief_address->host); !why.empty()) {
-      // Registration keeps trying (a Kubernetes pod's name resolves once the
-      // pod is up), but say at once why it may be waiting.
-      MIRRORED_LOG(WARNING) << "the chief's address " << chief_address->ToString() << " (" << chief.ToString()
-                            << " in TF_CONFIG's cluster) does not resolve yet: " << why
-                            << "; registration keeps trying for --registration-timeout ("
-                            << SecondsText(options.registration_timeout) << ")";
-    }
-    ao.task_name = task_name_;
-    ao.device_count = local_replicas_;
-    ao.gpu = devices_.gpu;
-    ao.job_token = options.job_token;
-    ao.tls = tls;
-    ao.service_task = chief.ToString();
-    ao.cluster = cluster;
-    ao.heartbeat_interval_ms = options.heartbeat_interval.count();
-    ao.heartbeat_timeout_ms = options.heartbeat_timeout.count();
-    ao.registration_timeout_ms = options.registration_timeout.count();
-    // The chief's service is its own, new: nothing of the old generation to wait out.
-    ao.restarted = options.restarted && !(config.task == chief);
-    // SIGTERM from the launcher (stopping the job) ends that wait.
-    ao.stop_waiting = [] { return Preemption::Requested(); };
-    ao.collectives_started = collectives_started_;
-    ao.liveness_fd = LauncherLivenessFd();
-    agent_ = std::make_unique<co::CoordinationAgent>(ao);
-    agent_->SetErrorCallback([this](const Status& e) { OnJobError(e); });
-    // Asking to register: the service refuses this task alone, or answers
-    // it and every other task with the job's failure.
+StatusOr<MirroredStrategy::Membership> MirroredStrategy::Register(const ClusterConfig& config, JoinAttempt& attempt) {
+  std::vector<std::string> tasks;
+  for (const TaskId& t : config.cluster.TrainingTasks()) tasks.push_back(t.ToString());
+  const TaskId chief = config.cluster.ChiefTask();
+  const auto chief_address = config.cluster.AddressOf(chief);
+  if (!chief_address) return InvalidArgumentError("the chief " + chief.ToString() + " has no address");
+  MIRRORED_ASSIGN_OR_RETURN(const coordination::TlsCredentials tls, coordination::TlsCredentials::Load(options_.tls));
+  if (config.IsChief()) {
+    MIRRORED_RETURN_IF_ERROR(StartService(config, *chief_address, tasks, tls));
+    // From here a failure of the join is the service's to tell (or found
+    // by it); see KeepServiceIn.
     attempt.reached_service_ = true;
-    if (Status connected = agent_->Connect(); !connected.ok()) {
-      if (connected.code() == StatusCode::kDeadlineExceeded && !(config.task == chief)) {
-        if (std::string why = ResolveError(chief_address->host); !why.empty()) {
-          return DeadlineExceededError(connected.message() + "; the chief's address " + chief_address->ToString() +
-                                       " does not resolve: " + why + " (check TF_CONFIG's cluster)");
-        }
-      }
-      return connected;
-    }
-    const auto& view = agent_->cluster_view();
-    process_rank = agent_->task_index();
-    replicas_per_process.clear();
-    for (const auto& t : view.tasks) replicas_per_process.push_back(t.device_count);
-    nccl_unique_id = view.nccl_unique_id;
-    MIRRORED_LOG(INFO) << "joined the job: " << view.DebugString();
-    tasks_ = tasks;
-    if (tasks.size() > 1) MIRRORED_RETURN_IF_ERROR(CheckSameDeviceKind(tasks));
+  }
+  CreateAgent(config, *chief_address, tasks, tls);
+  // Asking to register: the service refuses this task alone, or answers
+  // it and every other task with the job's failure.
+  attempt.reached_service_ = true;
+  MIRRORED_RETURN_IF_ERROR(ConnectAgent(config, *chief_address));
+  const auto& view = agent_->cluster_view();
+  Membership membership;
+  membership.process_rank = agent_->task_index();
+  for (const auto& t : view.tasks) membership.replicas_per_process.push_back(t.device_count);
+  membership.nccl_unique_id = view.nccl_unique_id;
+  MIRRORED_LOG(INFO) << "joined the job: " << view.DebugString();
+  tasks_ = tasks;
+  return membership;
+}
 
-    if (tasks.size() > 1 && !devices_.gpu) {
-      // Gloo binds an ephemeral port on this task's own address and meets
-      // its peers through the coordination service's key-value store.
-      const auto my_address = config.cluster.AddressOf(config.task);
-      // A peer to route toward: the chief, or for the chief the next task.
-      const TaskId peer = config.IsChief() ? config.cluster.TrainingTasks()[1] : chief;
-      const std::string interface = GlooInterfaceAddress(my_address, *config.cluster.AddressOf(peer));
-      MIRRORED_LOG(INFO) << "collectives (Gloo) bind " << interface;
-      store_ = std::make_unique<co::CoordinationGlooStore>(agent_.get(), "grads", options.registration_timeout);
-      // A peer failing now must not leave this task blocked in Gloo's
-      // connect (its timeout does not cover it): OnJobError exits instead.
-      SetBusy(true);
-      auto group = GlooProcessGroup::Connect(*store_, {.rank = process_rank,
-                                                       .size = static_cast<int>(tasks.size()),
-                                                       .prefix = "mesh",
-                                                       .interface_address = interface,
-                                                       .timeout = options.collective_timeout});
-      SetBusy(false);
-      if (!group.ok()) {
-        if (Status e = job_error(); !e.ok()) return e;
-        return group.status();
-      }
-      std::unique_ptr<ProcessGroup> gloo = std::move(group).value();
-      std::shared_ptr<ProcessGroup> cross;
-      if (options.check_collectives) {
-        MIRRORED_LOG(INFO) << kCheckCollectivesVariable << ": every collective is checked to be the same on every "
-                              "task (one small all-reduce more each)";
-        cross = std::make_shared<CheckedProcessGroup>(std::move(gloo), tasks);
-      } else {
-        cross = std::move(gloo);
-      }
-      std::lock_guard<std::mutex> lock(mu_);
-      process_group_ = std::move(cross);
+Status MirroredStrategy::StartService(const ClusterConfig& config, const HostPort& chief_address,
+                                      const std::vector<std::string>& tasks,
+                                      const coordination::TlsCredentials& tls) {
+  coordination::CoordinationServiceOptions so;
+  so.tasks = tasks;
+  so.cluster = ClusterText(tasks);
+  for (const TaskId& t : config.cluster.TrainingTasks()) so.task_hosts.push_back(config.cluster.AddressOf(t)->host);
+  so.heartbeat_timeout_ms = options_.heartbeat_timeout.count();
+  so.registration_timeout_ms = options_.registration_timeout.count();
+  MIRRORED_ASSIGN_OR_RETURN(service_, coordination::CoordinationService::Create(so));
+  service_->StartDeadlineThread();
+  MIRRORED_ASSIGN_OR_RETURN(server_, coordination::CoordinationServer::Start(ListenAddress(chief_address),
+                                                                             options_.job_token, service_.get(), tls));
+  return OkStatus();
+}
+
+void MirroredStrategy::CreateAgent(const ClusterConfig& config, const HostPort& chief_address,
+                                   const std::vector<std::string>& tasks, const coordination::TlsCredentials& tls) {
+  const TaskId chief = config.cluster.ChiefTask();
+  coordination::CoordinationAgentOptions ao;
+  ao.service_address = ServiceAddress(config, chief_address);
+  // The chief over loopback checks its certificate's name, not 127.0.0.1's.
+  if (ao.service_address != chief_address.ToString()) ao.tls_server_name = chief_address.host;
+  ao.task_name = task_name_;
+  ao.device_count = local_replicas_;
+  ao.gpu = devices_.gpu;
+  ao.job_token = options_.job_token;
+  ao.tls = tls;
+  ao.service_task = chief.ToString();
+  ao.cluster = ClusterText(tasks);
+  ao.heartbeat_interval_ms = options_.heartbeat_interval.count();
+  ao.heartbeat_timeout_ms = options_.heartbeat_timeout.count();
+  ao.registration_timeout_ms = options_.registration_timeout.count();
+  // The chief's service is its own, new: nothing of the old generation to wait out.
+  ao.restarted = options_.restarted && !(config.task == chief);
+  // SIGTERM from the launcher (stopping the job) ends that wait.
+  ao.stop_waiting = [] { return Preemption::Requested(); };
+  ao.collectives_started = collectives_started_;
+  ao.liveness_fd = LauncherLivenessFd();
+  agent_ = std::make_unique<coordination::CoordinationAgent>(ao);
+  agent_->SetErrorCallback([this](const Status& e) { OnJobError(e); });
+}
+
+std::string MirroredStrategy::ServiceAddress(const ClusterConfig& config, const HostPort& chief_address) const {
+  const TaskId chief = config.cluster.ChiefTask();
+  if (config.task == chief && ListenAddress(chief_address).starts_with("0.0.0.0:")) {
+    // Where it resolves, to no address of this host: the others reach
+    // another host there (a "task" given to the wrong host; given as an
+    // IP, the same mistake fails the bind).
+    if (std::string elsewhere = NonLocalAddresses(chief_address.host); !elsewhere.empty()) {
+      MIRRORED_LOG(WARNING) << "the chief's address " << chief_address.ToString() << " resolves to " << elsewhere
+                            << ", no address of this host: the other tasks will look for the chief there. If this "
+                               "host is not " << chief_address.host << ", TF_CONFIG's \"task\" here is wrong";
+    }
+    // The chief reaches its own service over loopback: its TF_CONFIG name
+    // need not resolve on its own host (the others report if they cannot).
+    return "127.0.0.1:" + std::to_string(chief_address.port);
+  }
+  if (std::string why = ResolveError(chief_address.host); !why.empty()) {
+    // Registration keeps trying (a Kubernetes pod's name resolves once the
+    // pod is up), but say at once why it may be waiting.
+    MIRRORED_LOG(WARNING) << "the chief's address " << chief_address.ToString() << " (" << chief.ToString()
+                          << " in TF_CONFIG's cluster) does not resolve yet: " << why
+                          << "; registration keeps trying for --registration-timeout ("
+                          << SecondsText(options_.registration_timeout) << ")";
+  }
+  return chief_address.ToString();
+}
+
+Status MirroredStrategy::ConnectAgent(const ClusterConfig& config, const HostPort& chief_address) {
+  Status connected = agent_->Connect();
+  if (connected.code() == StatusCode::kDeadlineExceeded && !(config.task == config.cluster.ChiefTask())) {
+    if (std::string why = ResolveError(chief_address.host); !why.empty()) {
+      return DeadlineExceededError(connected.message() + "; the chief's address " + chief_address.ToString() +
+                                   " does not resolve: " + why + " (check TF_CONFIG's cluster)");
     }
   }
-  rank_offset_ = std::accumulate(replicas_per_process.begin(), replicas_per_process.begin() + process_rank, 0);
+  return connected;
+}
+
+Status MirroredStrategy::ConnectGloo(const ClusterConfig& config, int process_rank) {
+  // Gloo binds an ephemeral port on this task's own address and meets its
+  // peers through the coordination service's key-value store.
+  const auto my_address = config.cluster.AddressOf(config.task);
+  // A peer to route toward: the chief, or for the chief the next task.
+  const TaskId peer = config.IsChief() ? config.cluster.TrainingTasks()[1] : config.cluster.ChiefTask();
+  const std::string interface = GlooInterfaceAddress(my_address, *config.cluster.AddressOf(peer));
+  MIRRORED_LOG(INFO) << "collectives (Gloo) bind " << interface;
+  store_ = std::make_unique<coordination::CoordinationGlooStore>(agent_.get(), "grads", options_.registration_timeout);
+  // A peer failing now must not leave this task blocked in Gloo's connect
+  // (its timeout does not cover it): OnJobError exits instead.
+  SetBusy(true);
+  auto group = GlooProcessGroup::Connect(*store_, {.rank = process_rank,
+                                                   .size = static_cast<int>(tasks_.size()),
+                                                   .prefix = "mesh",
+                                                   .interface_address = interface,
+                                                   .timeout = options_.collective_timeout});
+  SetBusy(false);
+  if (!group.ok()) {
+    if (Status e = job_error(); !e.ok()) return e;
+    return group.status();
+  }
+  std::unique_ptr<ProcessGroup> gloo = std::move(group).value();
+  std::shared_ptr<ProcessGroup> cross;
+  if (options_.check_collectives) {
+    MIRRORED_LOG(INFO) << kCheckCollectivesVariable << ": every collective is checked to be the same on every "
+                          "task (one small all-reduce more each)";
+    cross = std::make_shared<CheckedProcessGroup>(std::move(gloo), tasks_);
+  } else {
+    cross = std::move(gloo);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  process_group_ = std::move(cross);
+  return OkStatus();
+}
+
+Status MirroredStrategy::CreateReplicaGroup(const Membership& membership) {
+  const std::vector<int>& replicas_per_process = membership.replicas_per_process;
+  rank_offset_ = std::accumulate(replicas_per_process.begin(), replicas_per_process.begin() + membership.process_rank, 0);
   world_size_ = std::accumulate(replicas_per_process.begin(), replicas_per_process.end(), 0);
   num_tasks_ = static_cast<int>(replicas_per_process.size());
   if (world_size_ == 1) {
@@ -233,27 +279,25 @@ Status MirroredStrategy::Join(const ClusterConfig& config, const StrategyOptions
     return OkStatus();
   }
   if (devices_.gpu) {
-    if (options.check_collectives) {
+    if (options_.check_collectives) {
       MIRRORED_LOG(WARNING) << kCheckCollectivesVariable << " is set but checks only CPU replicas' collectives: "
                                "GPU replicas run NCCL's unchecked";
     }
+    std::string nccl_unique_id = membership.nccl_unique_id;
     if (nccl_unique_id.empty()) {
       // A single local task has no coordination service: the id is ours.
       MIRRORED_ASSIGN_OR_RETURN(nccl_unique_id, coordination::GenerateNcclUniqueId());
     }
-    MIRRORED_RETURN_IF_ERROR(CreateNcclReplicas(nccl_unique_id));
-    return OkStatus();
+    return CreateNcclReplicas(nccl_unique_id);
   }
   auto group = std::make_unique<CpuReplicaGroup>(
       CpuReplicaGroupOptions{.replicas_per_process = replicas_per_process,
-                             .process_rank = process_rank,
-                             .timeout = options.collective_timeout,
+                             .process_rank = membership.process_rank,
+                             .timeout = options_.collective_timeout,
                              .collectives_started = collectives_started_},
       process_group_.get());
-  {
-    std::lock_guard<std::mutex> lock(mu_);  // OnJobError may read replicas_ from the agent's thread
-    replicas_ = std::move(group);
-  }
+  std::lock_guard<std::mutex> lock(mu_);  // OnJobError may read replicas_ from the agent's thread
+  replicas_ = std::move(group);
   return OkStatus();
 }
 
