@@ -67,6 +67,126 @@ int CheckWithoutRunning(const WorkerOptions& options) {
   return ExitCodeFor(s);
 }
 
+// The evaluator's run: SIGINT/SIGTERM stop it between checkpoints.
+int RunEvaluatorTask(const WorkerOptions& options, const std::string& task) {
+  StopSignal::Install();  // SIGINT/SIGTERM: stop between checkpoints, pause the lease
+  auto evaluated = RunEvaluator(options);
+  if (!evaluated.ok()) return Fail(task, evaluated.status());
+  std::printf("%s\n", evaluated->LastLine().c_str());
+  if (evaluated->stop_signal) return 128 + *evaluated->stop_signal;
+  return kExitSuccess;
+}
+
+// Fails before joining, telling the other tasks (the chief's service) so
+// that they stop too. The error is said first: the report may wait (the
+// chief serves it to the other tasks for up to 10 s).
+int FailAndTell(const std::string& task, const ClusterConfig& config, const StrategyOptions& so,
+                const Status& error) {
+  const int code = Fail(task, error);
+  MirroredStrategy::ReportFailureBeforeJoining(config, so, error);
+  return code;
+}
+
+void SetStrategyFlags(const WorkerOptions& options, DeviceKind device, StrategyOptions& so) {
+  so.device = device;  // auto: every visible GPU, else --cpu-replicas CPU replicas
+  so.cpu_replicas = options.cpu_replicas;
+  so.collective_timeout = MillisecondsOf(options.collective_timeout_sec);
+  so.registration_timeout = MillisecondsOf(options.registration_timeout_sec);
+  so.heartbeat_interval = MillisecondsOf(options.heartbeat_interval_sec);
+  so.heartbeat_timeout = MillisecondsOf(options.heartbeat_timeout_sec);
+}
+
+// What a finished training task prints: its steps and weights fingerprint,
+// and on the chief the last epoch's figures. Returns the exit code.
+int ReportDone(const std::string& task, const TrainSummary& summary, bool chief) {
+  if (summary.preempted) {
+    std::printf("preempted (SIGTERM %s): stopped after step %lld; a restarted job resumes there\n",
+                summary.preempted_tasks.c_str(), static_cast<long long>(summary.steps));
+    return kExitPreempted;
+  }
+  char fingerprint[16];
+  std::snprintf(fingerprint, sizeof(fingerprint), "%06x", summary.weights_fingerprint);
+  if (summary.nothing_to_train) {
+    std::cout << "done: " << summary.steps << (summary.steps == 1 ? " step" : " steps")
+              << " (nothing left to train); weights fingerprint " << fingerprint
+              << std::endl;
+  } else if (chief) {
+    std::cout << "done: " << summary.steps << (summary.steps == 1 ? " step" : " steps") << "; loss " << summary.loss << " accuracy " << summary.accuracy;
+    if (summary.val_accuracy >= 0) std::cout << "; val_loss " << summary.val_loss << " val_accuracy " << summary.val_accuracy;
+    std::cout << "; replicas identical: " << (summary.replicas_identical ? "yes" : "NO") << "; weights fingerprint "
+              << fingerprint << std::endl;
+  } else {
+    std::cout << "done: " << summary.steps << (summary.steps == 1 ? " step" : " steps") << "; weights fingerprint "
+              << fingerprint << std::endl;
+  }
+  return summary.replicas_identical ? kExitSuccess : Fail(task, InternalError("replicas diverged"));
+}
+
+// Trains on a formed job, then leaves it (the exit barrier) and reports.
+int TrainAndReport(const WorkerOptions& options, const ClusterConfig& config, const std::string& task,
+                   MirroredStrategy& strategy, const data::FashionMnist& data) {
+  // A Ctrl-C on this task's host alone ends it as SIGINT does, but tells the
+  // others why first: they stop naming it, and their launchers do not
+  // restart the job. Under `local` every task gets the Ctrl-C at once.
+  std::optional<InterruptReport> interrupts;
+  if (!config.is_single_local_task && !LauncherSignalsTheWholeJob()) {
+    interrupts.emplace([&strategy](const Status& s) { strategy.TellFailureBeforeEnding(s); });
+  }
+  auto summary = Train(options, strategy, data);
+  if (!summary.ok()) {
+    // Tell the others at once (they exit 3 instead of waiting); an Aborted
+    // error came from a peer and needs no report.
+    if (summary.status().code() != StatusCode::kAborted) strategy.ReportError(summary.status());
+    return Fail(task, summary.status());
+  }
+  if (Status s = strategy.Shutdown(); !s.ok()) return Fail(task, s);
+  return ReportDone(task, *summary, strategy.is_chief_task());
+}
+
+// A chief or worker: checks what it can alone, joins the job while the
+// dataset loads, trains.
+int RunTrainingTask(const WorkerOptions& options, const ClusterConfig& config, const std::string& task) {
+  StrategyOptions so = StrategyOptions::FromEnvironment();  // job token, restarted
+  so.tls = options.tls;  // the --tls-* flags, else MIRRORED_TLS_*
+  auto device = ParseDeviceKind(options.device);
+  if (!device.ok()) return FailAndTell(task, config, so, device.status());
+  SetStrategyFlags(options, *device, so);
+  // A wrong --data fails now, before joining (and says so to the chief's
+  // service), not once every task has registered.
+  if (Status files = data::FashionMnist::CheckFiles(options.data_dir, options.validate); !files.ok()) {
+    return FailAndTell(task, config, so, files);
+  }
+  Preemption::Install();  // SIGTERM: stop at the next agreed step, checkpoint, exit 143
+  // The dataset loads while the job forms (registration, Gloo rendezvous):
+  // the two are independent and each takes a good part of the start-up.
+  auto loading = std::async(std::launch::async, [&options] {
+    return data::FashionMnist::Load(options.data_dir, options.validate);
+  });
+  JoinAttempt attempt;
+  auto strategy = MirroredStrategy::Create(config, so, &attempt);
+  auto data = loading.get();
+  if (!strategy.ok() && Preemption::Requested()) {
+    // SIGTERM before the job formed: nothing to checkpoint, stop now.
+    std::fprintf(stderr, "mirrored-worker: %s: stopped by SIGTERM before the job formed (%s)\n", task.c_str(),
+                 strategy.status().message().c_str());
+    return 128 + SIGTERM;
+  }
+  if (!strategy.ok()) {
+    // A configuration error: the others must not wait for this task (no
+    // usable device), nor, when the chief's own service found the error
+    // (tasks started with other clusters), for a chief gone.
+    const int code = Fail(task, strategy.status());
+    if (code == kExitUsage) attempt.ReportFailure(config, so, strategy.status());
+    return code;
+  }
+  if (!data.ok()) {
+    // The others must not wait for this task: they exit 3 naming it.
+    (*strategy)->ReportError(data.status());
+    return Fail(task, data.status());
+  }
+  return TrainAndReport(options, config, task, **strategy, *data);
+}
+
 int RunWorker(const WorkerOptions& options) {
   auto config = ResolveTfConfig(std::nullopt);
   if (!config.ok()) return Fail("worker", config.status());
@@ -82,102 +202,8 @@ int RunWorker(const WorkerOptions& options) {
     MIRRORED_LOG(WARNING) << "no --run-dir: this run saves nothing (no checkpoint, no metrics.jsonl, no TensorBoard "
                              "logs); pass --run-dir DIR to keep them";
   }
-  if (config->IsEvaluator()) {
-    StopSignal::Install();  // SIGINT/SIGTERM: stop between checkpoints, pause the lease
-    auto evaluated = RunEvaluator(options);
-    if (!evaluated.ok()) return Fail(task, evaluated.status());
-    std::printf("%s\n", evaluated->LastLine().c_str());
-    if (evaluated->stop_signal) return 128 + *evaluated->stop_signal;
-    return kExitSuccess;
-  }
-  StrategyOptions so = StrategyOptions::FromEnvironment();  // job token, restarted
-  so.tls = options.tls;  // the --tls-* flags, else MIRRORED_TLS_*
-  auto device = ParseDeviceKind(options.device);
-  // The error is said first: the report may wait (the chief serves it to
-  // the other tasks for up to 10 s).
-  if (!device.ok()) {
-    const int code = Fail(task, device.status());
-    MirroredStrategy::ReportFailureBeforeJoining(*config, so, device.status());
-    return code;
-  }
-  so.device = *device;  // auto: every visible GPU, else --cpu-replicas CPU replicas
-  so.cpu_replicas = options.cpu_replicas;
-  so.collective_timeout = MillisecondsOf(options.collective_timeout_sec);
-  so.registration_timeout = MillisecondsOf(options.registration_timeout_sec);
-  so.heartbeat_interval = MillisecondsOf(options.heartbeat_interval_sec);
-  so.heartbeat_timeout = MillisecondsOf(options.heartbeat_timeout_sec);
-  // A wrong --data fails now, before joining (and says so to the chief's
-  // service), not once every task has registered.
-  if (Status files = data::FashionMnist::CheckFiles(options.data_dir, options.validate); !files.ok()) {
-    const int code = Fail(task, files);
-    MirroredStrategy::ReportFailureBeforeJoining(*config, so, files);
-    return code;
-  }
-  Preemption::Install();  // SIGTERM: stop at the next agreed step, checkpoint, exit 143
-  // The dataset loads while the job forms (registration, Gloo rendezvous):
-  // the two are independent and each takes a good part of the start-up.
-  auto loading = std::async(std::launch::async, [&options] {
-    return data::FashionMnist::Load(options.data_dir, options.validate);
-  });
-  JoinAttempt attempt;
-  auto strategy = MirroredStrategy::Create(*config, so, &attempt);
-  auto data = loading.get();
-  if (!strategy.ok() && Preemption::Requested()) {
-    // SIGTERM before the job formed: nothing to checkpoint, stop now.
-    std::fprintf(stderr, "mirrored-worker: %s: stopped by SIGTERM before the job formed (%s)\n", task.c_str(),
-                 strategy.status().message().c_str());
-    return 128 + SIGTERM;
-  }
-  if (!strategy.ok()) {
-    // A configuration error: the others must not wait for this task (no
-    // usable device), nor, when the chief's own service found the error
-    // (tasks started with other clusters), for a chief gone.
-    const int code = Fail(task, strategy.status());
-    if (code == kExitUsage) attempt.ReportFailure(*config, so, strategy.status());
-    return code;
-  }
-  if (!data.ok()) {
-    // The others must not wait for this task: they exit 3 naming it.
-    (*strategy)->ReportError(data.status());
-    return Fail(task, data.status());
-  }
-
-  // A Ctrl-C on this task's host alone ends it as SIGINT does, but tells the
-  // others why first: they stop naming it, and their launchers do not
-  // restart the job. Under `local` every task gets the Ctrl-C at once.
-  std::optional<InterruptReport> interrupts;
-  if (!config->is_single_local_task && !LauncherSignalsTheWholeJob()) {
-    interrupts.emplace([&strategy](const Status& s) { (*strategy)->TellFailureBeforeEnding(s); });
-  }
-  auto summary = Train(options, **strategy, *data);
-  if (!summary.ok()) {
-    // Tell the others at once (they exit 3 instead of waiting); an Aborted
-    // error came from a peer and needs no report.
-    if (summary.status().code() != StatusCode::kAborted) (*strategy)->ReportError(summary.status());
-    return Fail(task, summary.status());
-  }
-  if (Status s = (*strategy)->Shutdown(); !s.ok()) return Fail(task, s);
-  if (summary->preempted) {
-    std::printf("preempted (SIGTERM %s): stopped after step %lld; a restarted job resumes there\n",
-                summary->preempted_tasks.c_str(), static_cast<long long>(summary->steps));
-    return kExitPreempted;
-  }
-  char fingerprint[16];
-  std::snprintf(fingerprint, sizeof(fingerprint), "%06x", summary->weights_fingerprint);
-  if (summary->nothing_to_train) {
-    std::cout << "done: " << summary->steps << (summary->steps == 1 ? " step" : " steps")
-              << " (nothing left to train); weights fingerprint " << fingerprint
-              << std::endl;
-  } else if ((*strategy)->is_chief_task()) {
-    std::cout << "done: " << summary->steps << (summary->steps == 1 ? " step" : " steps") << "; loss " << summary->loss << " accuracy " << summary->accuracy;
-    if (summary->val_accuracy >= 0) std::cout << "; val_loss " << summary->val_loss << " val_accuracy " << summary->val_accuracy;
-    std::cout << "; replicas identical: " << (summary->replicas_identical ? "yes" : "NO") << "; weights fingerprint "
-              << fingerprint << std::endl;
-  } else {
-    std::cout << "done: " << summary->steps << (summary->steps == 1 ? " step" : " steps") << "; weights fingerprint "
-              << fingerprint << std::endl;
-  }
-  return summary->replicas_identical ? kExitSuccess : Fail(task, InternalError("replicas diverged"));
+  if (config->IsEvaluator()) return RunEvaluatorTask(options, task);
+  return RunTrainingTask(options, *config, task);
 }
 
 }  // namespace
