@@ -45,8 +45,9 @@ struct ParsedHeader {
   std::map<std::string, std::string> metadata;
 };
 
-StatusOr<ParsedHeader> ParseHeader(std::string_view prefix, uint64_t file_size,
-                                   const std::string& file_name) {
+// The header's JSON text, after its 8-byte length, checked against the
+// file's size.
+StatusOr<std::string_view> HeaderText(std::string_view prefix, uint64_t file_size, const std::string& file_name) {
   if (file_size < 8 || prefix.size() < 8) {
     return Corrupt(file_name, "file is " + std::to_string(file_size) +
                                   " bytes, shorter than the 8-byte header length");
@@ -62,72 +63,90 @@ StatusOr<ParsedHeader> ParseHeader(std::string_view prefix, uint64_t file_size,
                                   std::to_string(file_size) + "-byte file (truncated?)");
   }
   if (prefix.size() < 8 + n) return Corrupt(file_name, "header was not fully read");
-  std::string_view text = prefix.substr(8, n);
-  nlohmann::json header = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
-  if (header.is_discarded() || !header.is_object()) {
-    return Corrupt(file_name, "header is not a JSON object");
+  return prefix.substr(8, n);
+}
+
+// The "__metadata__" entry (null: none) into `metadata`.
+Status ParseMetadata(const nlohmann::json& entry, const std::string& file_name,
+                     std::map<std::string, std::string>* metadata) {
+  if (entry.is_null()) return OkStatus();
+  if (!entry.is_object()) return Corrupt(file_name, "__metadata__ is not an object");
+  for (auto& [k, v] : entry.items()) {
+    if (!v.is_string()) return Corrupt(file_name, "__metadata__." + k + " is not a string");
+    (*metadata)[k] = v.get<std::string>();
   }
-  ParsedHeader out;
-  out.data_start = 8 + n;
-  const uint64_t data_size = file_size - out.data_start;
-  for (auto& [name, entry] : header.items()) {
-    if (name == kMetadataKey) {
-      if (entry.is_null()) continue;
-      if (!entry.is_object()) return Corrupt(file_name, "__metadata__ is not an object");
-      for (auto& [k, v] : entry.items()) {
-        if (!v.is_string()) return Corrupt(file_name, "__metadata__." + k + " is not a string");
-        out.metadata[k] = v.get<std::string>();
-      }
-      continue;
-    }
-    const std::string where = "tensor \"" + name + "\": ";
-    if (!entry.is_object()) return Corrupt(file_name, where + "entry is not an object");
-    auto dtype_it = entry.find("dtype");
-    auto shape_it = entry.find("shape");
-    auto offsets_it = entry.find("data_offsets");
-    if (dtype_it == entry.end() || !dtype_it->is_string()) {
-      return Corrupt(file_name, where + "missing or non-string \"dtype\"");
-    }
-    TensorInfo info;
-    info.name = name;
-    const std::string dtype_name = dtype_it->get<std::string>();
-    if (!ParseDType(dtype_name, &info.dtype)) {
-      return Corrupt(file_name, where + "unsupported dtype \"" + dtype_name + "\" (F32, I64 only)");
-    }
-    if (shape_it == entry.end() || !shape_it->is_array()) {
-      return Corrupt(file_name, where + "missing or non-array \"shape\"");
-    }
-    for (const auto& d : *shape_it) {
-      if (!d.is_number_unsigned()) {
-        return Corrupt(file_name,
-                       where + "shape has a dimension that is not a non-negative integer");
-      }
-      info.shape.push_back(static_cast<int64_t>(d.get<uint64_t>()));
-    }
-    if (offsets_it == entry.end() || !offsets_it->is_array() || offsets_it->size() != 2 ||
-        !(*offsets_it)[0].is_number_unsigned() || !(*offsets_it)[1].is_number_unsigned()) {
-      return Corrupt(file_name, where + "\"data_offsets\" is not [begin, end]");
-    }
-    info.begin = (*offsets_it)[0].get<uint64_t>();
-    info.end = (*offsets_it)[1].get<uint64_t>();
-    uint64_t bytes = 0;
-    if (!ByteSize(info.shape, info.dtype, &bytes)) {
-      return Corrupt(file_name, where + "shape overflows 64 bits");
-    }
-    if (info.end < info.begin || info.end - info.begin != bytes) {
-      return Corrupt(file_name, where + "data_offsets [" + std::to_string(info.begin) + ", " +
-                                    std::to_string(info.end) + "] do not span shape x " +
-                                    dtype_name + " = " + std::to_string(bytes) + " bytes");
-    }
-    if (info.end > data_size) {
-      return Corrupt(file_name, where + "data ends at " + std::to_string(info.end) + " past the " +
-                                    std::to_string(data_size) + "-byte data section (truncated?)");
-    }
-    out.tensors.push_back(std::move(info));
+  return OkStatus();
+}
+
+// A tensor's "dtype" and "shape" into `info`.
+Status ParseDTypeAndShape(const nlohmann::json& entry, const std::string& where, const std::string& file_name,
+                          TensorInfo* info) {
+  auto dtype_it = entry.find("dtype");
+  if (dtype_it == entry.end() || !dtype_it->is_string()) {
+    return Corrupt(file_name, where + "missing or non-string \"dtype\"");
   }
-  // The tensors must tile the data section: no overlap, no gap, no tail.
+  const std::string dtype_name = dtype_it->get<std::string>();
+  if (!ParseDType(dtype_name, &info->dtype)) {
+    return Corrupt(file_name, where + "unsupported dtype \"" + dtype_name + "\" (F32, I64 only)");
+  }
+  auto shape_it = entry.find("shape");
+  if (shape_it == entry.end() || !shape_it->is_array()) {
+    return Corrupt(file_name, where + "missing or non-array \"shape\"");
+  }
+  for (const auto& d : *shape_it) {
+    if (!d.is_number_unsigned()) {
+      return Corrupt(file_name,
+                     where + "shape has a dimension that is not a non-negative integer");
+    }
+    info->shape.push_back(static_cast<int64_t>(d.get<uint64_t>()));
+  }
+  return OkStatus();
+}
+
+// A tensor's "data_offsets" into `info`: [begin, end] spanning its shape
+// and dtype, inside the `data_size`-byte data section.
+Status ParseDataOffsets(const nlohmann::json& entry, uint64_t data_size, const std::string& where,
+                        const std::string& file_name, TensorInfo* info) {
+  auto offsets_it = entry.find("data_offsets");
+  if (offsets_it == entry.end() || !offsets_it->is_array() || offsets_it->size() != 2 ||
+      !(*offsets_it)[0].is_number_unsigned() || !(*offsets_it)[1].is_number_unsigned()) {
+    return Corrupt(file_name, where + "\"data_offsets\" is not [begin, end]");
+  }
+  info->begin = (*offsets_it)[0].get<uint64_t>();
+  info->end = (*offsets_it)[1].get<uint64_t>();
+  uint64_t bytes = 0;
+  if (!ByteSize(info->shape, info->dtype, &bytes)) {
+    return Corrupt(file_name, where + "shape overflows 64 bits");
+  }
+  if (info->end < info->begin || info->end - info->begin != bytes) {
+    return Corrupt(file_name, where + "data_offsets [" + std::to_string(info->begin) + ", " +
+                                  std::to_string(info->end) + "] do not span shape x " +
+                                  std::string(DTypeName(info->dtype)) + " = " + std::to_string(bytes) + " bytes");
+  }
+  if (info->end > data_size) {
+    return Corrupt(file_name, where + "data ends at " + std::to_string(info->end) + " past the " +
+                                  std::to_string(data_size) + "-byte data section (truncated?)");
+  }
+  return OkStatus();
+}
+
+// One tensor's entry of the header.
+StatusOr<TensorInfo> ParseTensorEntry(const std::string& name, const nlohmann::json& entry, uint64_t data_size,
+                                      const std::string& file_name) {
+  const std::string where = "tensor \"" + name + "\": ";
+  if (!entry.is_object()) return Corrupt(file_name, where + "entry is not an object");
+  TensorInfo info;
+  info.name = name;
+  MIRRORED_RETURN_IF_ERROR(ParseDTypeAndShape(entry, where, file_name, &info));
+  MIRRORED_RETURN_IF_ERROR(ParseDataOffsets(entry, data_size, where, file_name, &info));
+  return info;
+}
+
+// The tensors must tile the data section: no overlap, no gap, no tail.
+Status CheckTensorsTileData(const std::vector<TensorInfo>& tensors, uint64_t data_size,
+                            const std::string& file_name) {
   std::vector<const TensorInfo*> by_offset;
-  for (const TensorInfo& t : out.tensors) by_offset.push_back(&t);
+  for (const TensorInfo& t : tensors) by_offset.push_back(&t);
   std::sort(by_offset.begin(), by_offset.end(), [](const TensorInfo* a, const TensorInfo* b) {
     return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
   });
@@ -145,6 +164,28 @@ StatusOr<ParsedHeader> ParseHeader(std::string_view prefix, uint64_t file_size,
     return Corrupt(file_name, "data section is " + std::to_string(data_size) +
                                   " bytes but the tensors cover " + std::to_string(expected));
   }
+  return OkStatus();
+}
+
+StatusOr<ParsedHeader> ParseHeader(std::string_view prefix, uint64_t file_size,
+                                   const std::string& file_name) {
+  MIRRORED_ASSIGN_OR_RETURN(std::string_view text, HeaderText(prefix, file_size, file_name));
+  nlohmann::json header = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+  if (header.is_discarded() || !header.is_object()) {
+    return Corrupt(file_name, "header is not a JSON object");
+  }
+  ParsedHeader out;
+  out.data_start = 8 + text.size();
+  const uint64_t data_size = file_size - out.data_start;
+  for (auto& [name, entry] : header.items()) {
+    if (name == kMetadataKey) {
+      MIRRORED_RETURN_IF_ERROR(ParseMetadata(entry, file_name, &out.metadata));
+      continue;
+    }
+    MIRRORED_ASSIGN_OR_RETURN(TensorInfo info, ParseTensorEntry(name, entry, data_size, file_name));
+    out.tensors.push_back(std::move(info));
+  }
+  MIRRORED_RETURN_IF_ERROR(CheckTensorsTileData(out.tensors, data_size, file_name));
   std::sort(out.tensors.begin(), out.tensors.end(),
             [](const TensorInfo& a, const TensorInfo& b) { return a.name < b.name; });
   return out;
