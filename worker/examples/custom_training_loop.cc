@@ -4,8 +4,10 @@
 // pass --cpu-replicas and --run-dir; other flags are ignored):
 //   custom_training_loop [--cpu-replicas N] [--steps N] [--device auto|cpu|gpu]
 // GPU replicas are one per visible GPU.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "common/cluster/tf_config_parser.h"
@@ -23,9 +25,15 @@ int Fail(const Status& s) {
   return ExitCodeFor(s);
 }
 
-int main(int argc, char** argv) {
-  int replicas = 2, steps = 200;
+struct Flags {
+  int replicas = 2;
+  int steps = 200;
   std::string device = "cpu";
+};
+
+// Reads the flags into `flags`; an exit code when the program ends here
+// (--help, or a bad number).
+std::optional<int> ParseFlags(int argc, char** argv, Flags& flags) {
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i], value = i + 1 < argc ? argv[i + 1] : "";
     if (const size_t eq = flag.find('='); flag.starts_with("--") && eq != std::string::npos) {
@@ -36,17 +44,27 @@ int main(int argc, char** argv) {
       std::printf("custom_training_loop %s: [--cpu-replicas N] [--steps N] [--device auto|cpu|gpu]\n", kVersion);
       return 0;
     }
-    int* number = flag == "--cpu-replicas" || flag == "--replicas" ? &replicas : flag == "--steps" ? &steps : nullptr;
+    int* number = flag == "--cpu-replicas" || flag == "--replicas" ? &flags.replicas
+                  : flag == "--steps"                              ? &flags.steps
+                                                                   : nullptr;
     char* end = nullptr;
     const long n = std::strtol(value.c_str(), &end, 10);
     if (number != nullptr && (value.empty() || *end != '\0' || n < 1 || n > 1000000)) {
       return Fail(InvalidArgumentError(flag + " \"" + value + "\": expected a positive integer"));
     }
     if (number != nullptr) *number = static_cast<int>(n);
-    if (flag == "--device") device = value;
+    if (flag == "--device") flags.device = value;
   }
+  return std::nullopt;
+}
+
+int main(int argc, char** argv) {
+  Flags flags;
+  if (std::optional<int> code = ParseFlags(argc, argv, flags)) return *code;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each progress line reaches the launcher as printed
   const uint64_t batch_per_replica = 32;
+  // How long a replica waits for its next input slice.
+  constexpr std::chrono::seconds kNextBatchTimeout{60};
 
   auto config = ResolveTfConfig(std::nullopt);         // TF_CONFIG, or one local task
   if (!config.ok()) return Fail(config.status());
@@ -54,14 +72,14 @@ int main(int argc, char** argv) {
   auto data = data::FashionMnist::Load(data::FashionMnist::kDefaultDir);
   if (!data.ok()) return Fail(data.status());
   StrategyOptions options = StrategyOptions::FromEnvironment();  // the launcher's job token, restarts
-  auto kind = ParseDeviceKind(device);
+  auto kind = ParseDeviceKind(flags.device);
   if (!kind.ok()) return Fail(kind.status());
   options.device = *kind;
-  options.cpu_replicas = replicas;
+  options.cpu_replicas = flags.replicas;
   auto strategy = MirroredStrategy::Create(*config, options);
   if (!strategy.ok()) return Fail(strategy.status());
   // Tasks started with other step counts would not meet in the same collectives.
-  if (Status same = (*strategy)->CheckTasksAgree({{"--steps", std::to_string(steps)}}); !same.ok()) return Fail(same);
+  if (Status same = (*strategy)->CheckTasksAgree({{"--steps", std::to_string(flags.steps)}}); !same.ok()) return Fail(same);
 
   const int world = (*strategy)->num_replicas_in_sync();
   const uint64_t global_batch = batch_per_replica * world;   // GLOBAL_BATCH_SIZE
@@ -80,8 +98,8 @@ int main(int argc, char** argv) {
     // compute_loss: per-example losses scaled by the GLOBAL batch size.
     std::vector<float> scale(batch_per_replica, 1.0f / global_batch);
 
-    for (int step = 1; step <= steps; ++step) {
-      MIRRORED_ASSIGN_OR_RETURN(data::Batch batch, input.Next(std::chrono::seconds(60)));
+    for (int step = 1; step <= flags.steps; ++step) {
+      MIRRORED_ASSIGN_OR_RETURN(data::Batch batch, input.Next(kNextBatchTimeout));
       model->Forward(batch.size, batch.images.data(), batch.labels.data(), /*training=*/true);
       model->Backward(scale.data(), nullptr);
       // A GPU backend only issued the kernels: let them finish before the
