@@ -97,6 +97,37 @@ LineFields Fields(const std::string& line) {
   return f;
 }
 
+// A rewrite cut short (the chief died in it): its result was saved first,
+// in `copy`, after a line with the size the file had. Completed (into `fd`
+// and `*text`) only if the file still has that size (nothing appended
+// since: nothing to lose); else it is left as it is, and the caller drops
+// its damaged lines. No `copy`: nothing to do.
+Status CompleteCutShortRewrite(int fd, const std::string& path, const std::string& copy, std::string* text) {
+  const int saved = ::open(copy.c_str(), O_RDONLY | O_CLOEXEC);
+  if (saved < 0) return OkStatus();
+  std::string result;
+  const int err = ReadAll(saved, &result);
+  ::close(saved);
+  if (err != 0) return InternalError("cannot read " + copy + ": " + Errno(err));
+  const size_t header_end = result.find('\n');
+  auto header = nlohmann::json::parse(result.substr(0, header_end), nullptr, /*allow_exceptions=*/false);
+  const bool intact = header_end != std::string::npos && header.is_object() &&
+                      header.contains("metrics_rewrite_of_bytes") &&
+                      header["metrics_rewrite_of_bytes"].is_number_unsigned() &&
+                      header["metrics_rewrite_of_bytes"].get<uint64_t>() == text->size();
+  if (intact) {
+    result.erase(0, header_end + 1);
+    if (int e = Replace(fd, result)) return InternalError("cannot rewrite " + path + ": " + WriteErrorText(path, e));
+    MIRRORED_LOG(WARNING) << path << ": completed a rewrite cut short, from " << copy;
+    *text = std::move(result);
+  } else {
+    MIRRORED_LOG(WARNING) << path << " changed since a rewrite was cut short: left as it is, less its damaged lines ("
+                          << copy << " dropped)";
+  }
+  ::unlink(copy.c_str());
+  return OkStatus();
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<MetricsLog>> MetricsLog::Open(const std::string& path) {
@@ -176,32 +207,7 @@ StatusOr<MetricsLog::Removed> MetricsLog::SupersedeAfter(int64_t step) {
   const std::string copy = path_ + ".rewrite";
   std::string text;
   if (int err = ReadAll(fd, &text)) return InternalError("cannot read " + path_ + ": " + Errno(err));
-  // A rewrite cut short (the chief died in it): its result was saved first,
-  // after a line with the size the file had. Completed only if the file
-  // still has that size (nothing appended since: nothing to lose); else it
-  // is left as it is, and the damaged lines go below.
-  if (int saved = ::open(copy.c_str(), O_RDONLY | O_CLOEXEC); saved >= 0) {
-    std::string result;
-    const int err = ReadAll(saved, &result);
-    ::close(saved);
-    if (err != 0) return InternalError("cannot read " + copy + ": " + Errno(err));
-    const size_t header_end = result.find('\n');
-    auto header = nlohmann::json::parse(result.substr(0, header_end), nullptr, /*allow_exceptions=*/false);
-    const bool intact = header_end != std::string::npos && header.is_object() &&
-                        header.contains("metrics_rewrite_of_bytes") &&
-                        header["metrics_rewrite_of_bytes"].is_number_unsigned() &&
-                        header["metrics_rewrite_of_bytes"].get<uint64_t>() == text.size();
-    if (intact) {
-      result.erase(0, header_end + 1);
-      if (int e = Replace(fd, result)) return InternalError("cannot rewrite " + path_ + ": " + WriteErrorText(path_, e));
-      MIRRORED_LOG(WARNING) << path_ << ": completed a rewrite cut short, from " << copy;
-      text = std::move(result);
-    } else {
-      MIRRORED_LOG(WARNING) << path_ << " changed since a rewrite was cut short: left as it is, less its damaged lines ("
-                            << copy << " dropped)";
-    }
-    ::unlink(copy.c_str());
-  }
+  MIRRORED_RETURN_IF_ERROR(CompleteCutShortRewrite(fd, path_, copy, &text));
 
   std::string kept;
   kept.reserve(text.size());
