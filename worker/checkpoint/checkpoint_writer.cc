@@ -180,16 +180,15 @@ Status CheckpointWriter::RemoveStrayTempEntries() {
   return OkStatus();
 }
 
-Status CheckpointWriter::WriteNow(const CheckpointContents& contents) {
+struct CheckpointWriter::EncodedCheckpoint {
+  SafetensorsFile::Encoded model;
+  SafetensorsFile::Encoded optimizer;
+  std::string state_json;  // the state with both files' digests
+};
+
+StatusOr<CheckpointWriter::EncodedCheckpoint> CheckpointWriter::Encode(const CheckpointContents& contents,
+                                                                       const std::string& context) {
   const int64_t step = contents.state.step;
-  const std::string name = CheckpointDirName(step);
-  const std::string dir = CheckpointsDir(run_dir_);
-  const std::string context = "writing checkpoint " + JoinPath(dir, name);
-  if (options_.keep_checkpoints < 1) {
-    return InvalidArgumentError(context + ": --keep-checkpoints must be at least 1, got " +
-                                std::to_string(options_.keep_checkpoints));
-  }
-  MIRRORED_RETURN_IF_ERROR(contents.state.Validate().WithContext(context));
   auto model = SafetensorsFile::Encode(contents.model,
                                        {{"format", "mirrored"}, {"step", std::to_string(step)}});
   if (!model.ok()) return model.status().WithContext(context + " (" + kModelFileName + ")");
@@ -200,7 +199,23 @@ Status CheckpointWriter::WriteNow(const CheckpointContents& contents) {
   CheckpointState state = contents.state;
   state.files[kModelFileName] = Digest(*model);
   state.files[kOptimizerFileName] = Digest(*optimizer);
-  const std::string state_json = state.ToJsonText();
+  return EncodedCheckpoint{.model = std::move(model).value(),
+                           .optimizer = std::move(optimizer).value(),
+                           .state_json = state.ToJsonText()};
+}
+
+Status CheckpointWriter::WriteNow(const CheckpointContents& contents) {
+  const int64_t step = contents.state.step;
+  const std::string name = CheckpointDirName(step);
+  const std::string dir = CheckpointsDir(run_dir_);
+  const std::string context = "writing checkpoint " + JoinPath(dir, name);
+  if (options_.keep_checkpoints < 1) {
+    return InvalidArgumentError(context + ": --keep-checkpoints must be at least 1, got " +
+                                std::to_string(options_.keep_checkpoints));
+  }
+  MIRRORED_RETURN_IF_ERROR(contents.state.Validate().WithContext(context));
+  MIRRORED_ASSIGN_OR_RETURN(const EncodedCheckpoint files, Encode(contents, context));
+  const std::string& state_json = files.state_json;
   const auto start = std::chrono::steady_clock::now();
 
   if (!env_->FileExists(dir)) {
@@ -218,8 +233,8 @@ Status CheckpointWriter::WriteNow(const CheckpointContents& contents) {
   std::string replaced;  // an older ckpt-<step> moved aside (a job that redoes a step)
   Status s = [&]() -> Status {
     MIRRORED_RETURN_IF_ERROR(env_->CreateDir(temp));
-    MIRRORED_RETURN_IF_ERROR(WriteFile(JoinPath(temp, kModelFileName), *model));
-    MIRRORED_RETURN_IF_ERROR(WriteFile(JoinPath(temp, kOptimizerFileName), *optimizer));
+    MIRRORED_RETURN_IF_ERROR(WriteFile(JoinPath(temp, kModelFileName), files.model));
+    MIRRORED_RETURN_IF_ERROR(WriteFile(JoinPath(temp, kOptimizerFileName), files.optimizer));
     {
       MIRRORED_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f,
                                 env_->NewWritableFile(JoinPath(temp, kStateFileName)));
@@ -259,7 +274,7 @@ Status CheckpointWriter::WriteNow(const CheckpointContents& contents) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   MIRRORED_LOG(INFO) << "wrote checkpoint " << final_dir << " ("
-                     << (model->total_size + optimizer->total_size + state_json.size())
+                     << (files.model.total_size + files.optimizer.total_size + state_json.size())
                      << " bytes, " << seconds << " s)";
   return OkStatus();
 }

@@ -100,6 +100,10 @@ class CheckpointWriter {
   Status TakeUnreportedLocked();
   void BackgroundLoop();
   Status WriteNow(const CheckpointContents& contents);
+  // The two files' bytes and state.json (with their digests) for WriteNow;
+  // errors name `context` and the file.
+  struct EncodedCheckpoint;
+  static StatusOr<EncodedCheckpoint> Encode(const CheckpointContents& contents, const std::string& context);
   Status WriteFile(const std::string& path, const SafetensorsFile::Encoded& encoded);
   // Size and CRC-32C of what WriteFile writes (recorded in state.json).
   static CheckpointState::FileDigest Digest(const SafetensorsFile::Encoded& encoded);
