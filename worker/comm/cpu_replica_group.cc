@@ -6,6 +6,13 @@
 #include <sstream>
 
 namespace mirrored {
+namespace {
+
+// Local replicas wait this much longer than replica 0's cross-process
+// operation may take, so that its own timeout is the error that surfaces.
+constexpr std::chrono::seconds kCrossProcessGrace{1};
+
+}  // namespace
 
 class CpuReplicaGroup::ReplicaCommunicator : public Communicator {
  public:
@@ -82,9 +89,7 @@ Status CpuReplicaGroup::Run(int local_rank, Post post) {
   return s;
 }
 
-Status CpuReplicaGroup::RunCollective(int lr, const Post& post, PhaseBarrier::Clock::time_point deadline) {
-  posts_[lr] = post;
-  MIRRORED_RETURN_IF_ERROR(barrier_.Arrive(lr, deadline));  // B1
+Status CpuReplicaGroup::CheckPostsMatch() const {
   const Post& lead = posts_[0];
   for (int j = 1; j < local_size_; ++j) {
     const Post& other = posts_[j];
@@ -96,6 +101,26 @@ Status CpuReplicaGroup::RunCollective(int lr, const Post& post, PhaseBarrier::Cl
                            "): every replica must issue the same operations in the same order");
     }
   }
+  return OkStatus();
+}
+
+Status CpuReplicaGroup::RunCrossProcess(const Post& post, float* result) {
+  if (cross_ == nullptr || cross_->size() <= 1) return OkStatus();
+  if (post.kind == Kind::kAllReduce) return cross_->AllReduce(result, post.count, post.op);
+  if (post.kind == Kind::kBroadcast) {
+    int root_process = 0;
+    for (int r = post.root; r >= options_.replicas_per_process[root_process];) {
+      r -= options_.replicas_per_process[root_process++];
+    }
+    return cross_->Broadcast(result, post.count, root_process);
+  }
+  return cross_->Barrier();
+}
+
+Status CpuReplicaGroup::RunCollective(int lr, const Post& post, PhaseBarrier::Clock::time_point deadline) {
+  posts_[lr] = post;
+  MIRRORED_RETURN_IF_ERROR(barrier_.Arrive(lr, deadline));  // B1
+  MIRRORED_RETURN_IF_ERROR(CheckPostsMatch());
   const size_t n = post.count;
   const size_t begin = n * lr / local_size_;
   const size_t end = n * (lr + 1) / local_size_;
@@ -135,23 +160,8 @@ Status CpuReplicaGroup::RunCollective(int lr, const Post& post, PhaseBarrier::Cl
   // more, so the error that surfaces is that operation's, not "waited for
   // local replica 0".
   const auto cross_deadline =
-      std::max(deadline, PhaseBarrier::Clock::now() + options_.timeout + std::chrono::seconds(1));
-  if (lr == 0) {
-    cross_status_ = OkStatus();
-    if (cross_ != nullptr && cross_->size() > 1) {
-      if (post.kind == Kind::kAllReduce) {
-        cross_status_ = cross_->AllReduce(result, n, post.op);
-      } else if (post.kind == Kind::kBroadcast) {
-        int root_process = 0;
-        for (int r = post.root; r >= options_.replicas_per_process[root_process];) {
-          r -= options_.replicas_per_process[root_process++];
-        }
-        cross_status_ = cross_->Broadcast(result, n, root_process);
-      } else {
-        cross_status_ = cross_->Barrier();
-      }
-    }
-  }
+      std::max(deadline, PhaseBarrier::Clock::now() + options_.timeout + kCrossProcessGrace);
+  if (lr == 0) cross_status_ = RunCrossProcess(post, result);
   MIRRORED_RETURN_IF_ERROR(barrier_.Arrive(lr, cross_deadline));  // B3
   if (!cross_status_.ok()) return cross_status_;
   // The cross-process operation may have succeeded past the local deadline:

@@ -72,6 +72,11 @@ class CpuReplicaGroup final : public ReplicaGroup {
 
   Status Run(int local_rank, Post post);
   Status RunCollective(int local_rank, const Post& post, PhaseBarrier::Clock::time_point deadline);
+  // Every local replica posted the same collective (after B1).
+  Status CheckPostsMatch() const;
+  // Replica 0's part between B2 and B3: `post` on `result` (replica 0's
+  // buffer) across processes, when there are several.
+  Status RunCrossProcess(const Post& post, float* result);
   Status Describe(const Status& s, const Post& post, std::chrono::steady_clock::time_point start) const;
 
   CpuReplicaGroupOptions options_;
