@@ -267,6 +267,9 @@ class CoordinationService {
                                   Deferred* deferred);
   // Task `index` as JudgeTaskClaim sees it.
   ClaimedTask ClaimedTaskLocked(int index) const;
+  // JudgeTaskClaim's verdict on `registration`'s claim to task `index` (from
+  // `host`) at `now`, once the claimants that stopped asking are forgotten.
+  ClaimVerdict JudgeClaimLocked(int index, const Registration& registration, const std::string& host, int64_t now);
   // Before the job forms: the registrations pending for task `index` are
   // answered Aborted, superseded by a newer process (from `host`).
   void SupersedeRegistrationLocked(int index, const std::string& host, Deferred* deferred);

@@ -21,7 +21,7 @@ namespace {
 
 // A claimant told to wait registers again within a second or so (the
 // agent's backoff); one silent this long has gone and is forgotten.
-constexpr int64_t kWaitingClaimForgottenAfterMs = 10000;
+constexpr std::chrono::milliseconds kWaitingClaimForgottenAfter{10000};
 
 }  // namespace
 
@@ -64,19 +64,7 @@ void CoordinationService::RegisterTaskAsync(const Registration& registration, Re
     } else {
       Task& t = tasks_[index];
       const int64_t now = options_.now_ms();
-      std::erase_if(t.waiting_claims, [&](const auto& claim) {
-        return now - claim.second.last_asked_ms > kWaitingClaimForgottenAfterMs;
-      });
-      const auto waiting = t.waiting_claims.find(incarnation);
-      const ClaimVerdict verdict = JudgeTaskClaim(
-          ClaimedTaskLocked(index),
-          {.incarnation = incarnation,
-           .host = host,
-           .host_listed = ListedAt(index, host),
-           .restarted = restarted,
-           .told_to_wait_ms = waiting == t.waiting_claims.end() ? std::nullopt
-                                                                : std::optional(waiting->second.first_told_ms)},
-          {.job_formed = view_.has_value(), .heartbeat_timeout_ms = options_.heartbeat_timeout_ms}, now);
+      const ClaimVerdict verdict = JudgeClaimLocked(index, registration, host, now);
       switch (verdict.kind) {
         case ClaimVerdict::Kind::kSameProcess:
           answer = *view_;  // a retried Register of the same process
@@ -109,6 +97,24 @@ void CoordinationService::RegisterTaskAsync(const Registration& registration, Re
   } else if (!immediate.ok()) {
     done(immediate);
   }
+}
+
+ClaimVerdict CoordinationService::JudgeClaimLocked(int index, const Registration& registration,
+                                                   const std::string& host, int64_t now) {
+  Task& t = tasks_[index];
+  std::erase_if(t.waiting_claims, [&](const auto& claim) {
+    return now - claim.second.last_asked_ms > kWaitingClaimForgottenAfter.count();
+  });
+  const auto waiting = t.waiting_claims.find(registration.incarnation);
+  return JudgeTaskClaim(
+      ClaimedTaskLocked(index),
+      {.incarnation = registration.incarnation,
+       .host = host,
+       .host_listed = ListedAt(index, host),
+       .restarted = registration.restarted,
+       .told_to_wait_ms = waiting == t.waiting_claims.end() ? std::nullopt
+                                                            : std::optional(waiting->second.first_told_ms)},
+      {.job_formed = view_.has_value(), .heartbeat_timeout_ms = options_.heartbeat_timeout_ms}, now);
 }
 
 Status CoordinationService::RefuseOtherClusterLocked(const std::string& task, const std::string& cluster, int index,
