@@ -175,6 +175,23 @@ class CoordinationAgent {
   StatusOr<rpc::RegisterResponse> RegisterUnlessStopped(const rpc::RegisterRequest& req, int64_t timeout_ms,
                                                         bool* stopped);
   StatusOr<rpc::RegisterResponse> RegisterPastFailedGeneration(const rpc::RegisterRequest& req);
+  // RegisterPastFailedGeneration's state from one call to the next.
+  struct RegisterRetry {
+    std::chrono::steady_clock::time_point deadline;
+    std::chrono::milliseconds pause;          // before the next call
+    std::optional<Status> failed_generation;  // what the old service last said
+    bool claim_waiting = false;               // told to wait for the task's previous process
+  };
+  // Told to wait for the task's previous process, then `answer` (the
+  // service unreachable): the error to end with.
+  Status ClaimWaitEnded(const Status& answer, std::chrono::steady_clock::time_point deadline);
+  // Told to wait for the task's previous process: pauses, then nullopt to
+  // register again, or the error to end with.
+  std::optional<Status> WaitForPreviousProcess(const Status& answer, RegisterRetry& retry);
+  // A restarted task refused by `answer`: when it is the failed generation's
+  // service, pauses and returns nullopt to register again; else the error
+  // to end with.
+  std::optional<Status> WaitForNextGeneration(const Status& answer, RegisterRetry& retry);
   // Waits `pause` (not past `deadline`) before registering again; false
   // when the agent stopped meanwhile.
   bool WaitBeforeRegisteringAgain(std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds pause);

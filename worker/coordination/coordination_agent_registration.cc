@@ -25,6 +25,12 @@ std::chrono::steady_clock::time_point Now() { return std::chrono::steady_clock::
 constexpr std::chrono::milliseconds kStopCheckInterval{100};
 constexpr std::chrono::milliseconds kTlsHandshakeCheckInterval{1000};
 constexpr int kTlsHandshakeChecksToFail = 2;
+// The chief's agent keeps registering this much past its service's own
+// registration deadline (RegisterPastFailedGeneration).
+constexpr std::chrono::milliseconds kChiefRegistrationMargin{1000};
+// Registering again: the first pause, doubled up to the last.
+constexpr std::chrono::milliseconds kFirstRegisterPause{50};
+constexpr std::chrono::milliseconds kMaxRegisterPause{1000};
 
 }  // namespace
 
@@ -156,94 +162,111 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
   // The service's own registration deadline names the tasks that never came;
   // the chief's agent waits a little longer than it, so that this verdict,
   // not a bare RPC timeout, is what the chief reports.
-  const int64_t margin_ms = options_.service_task == options_.task_name ? 1000 : 0;
-  const auto deadline = Now() + std::chrono::milliseconds(options_.registration_timeout_ms + margin_ms);
-  auto pause = std::chrono::milliseconds(50);
-  std::optional<Status> failed_generation;  // what the old service last said
-  bool claim_waiting = false;                // told to wait for the task's previous process
-  auto gave_up = [&] {
-    return FailedGenerationOutlastedRegistration(options_.task_name, options_.registration_timeout_ms, ServiceName(),
-                                                 failed_generation->message());
-  };
+  const auto margin =
+      options_.service_task == options_.task_name ? kChiefRegistrationMargin : std::chrono::milliseconds::zero();
+  RegisterRetry retry;
+  retry.deadline = Now() + std::chrono::milliseconds(options_.registration_timeout_ms) + margin;
+  retry.pause = kFirstRegisterPause;
   while (true) {
     const int64_t left_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Now()).count();
+        std::chrono::duration_cast<std::chrono::milliseconds>(retry.deadline - Now()).count();
     // Once it said "wait", the service answers every registration at once:
     // silent for a heartbeat timeout, it is gone (a call to a server gone
     // would wait for it until the deadline).
-    const int64_t call_ms = claim_waiting ? std::min(left_ms, options_.heartbeat_timeout_ms) : left_ms;
+    const int64_t call_ms = retry.claim_waiting ? std::min(left_ms, options_.heartbeat_timeout_ms) : left_ms;
     bool stopped = false;
     StatusOr<rpc::RegisterResponse> resp = RegisterUnlessStopped(req, std::max<int64_t>(call_ms, 1), &stopped);
     if (stopped) {
-      if (!failed_generation) return resp;
-      return AbortedError(failed_generation->message() + " (stopped while waiting for the next generation)");
+      if (!retry.failed_generation) return resp;
+      return AbortedError(retry.failed_generation->message() + " (stopped while waiting for the next generation)");
     }
     // Aborted: the job failed; Unavailable or Cancelled: the service went
     // away under the call (the old chief exiting; the agent's own stop is
     // checked below).
     const StatusCode code = resp.status().code();
     const bool told_to_wait = ToldToWaitForPreviousProcess(resp.status());
-    if (claim_waiting && !told_to_wait &&
+    if (retry.claim_waiting && !told_to_wait &&
         (code == StatusCode::kUnavailable || code == StatusCode::kCancelled || code == StatusCode::kDeadlineExceeded)) {
-      if (code == StatusCode::kDeadlineExceeded && Now() >= deadline) {
-        // The last call went unanswered: the service may be gone as well.
-        return ClaimWaitLastCallUnanswered(options_.task_name, options_.registration_timeout_ms, ServiceName());
-      }
-      if (!WaitBeforeRegisteringAgain(deadline, std::chrono::milliseconds(0))) {
-        return CancelledError("task " + options_.task_name + ": stopped while registering");  // its own cancel
-      }
-      // Told to wait, then the service went away (the job ended, or its
-      // chief did): no service of that job will take this process, nor one
-      // its launcher restarts (InvalidArgument: exit 2, not retried).
-      return ServiceGoneWhileClaimWaiting(options_.task_name, ServiceName(), resp.status());
+      return ClaimWaitEnded(resp.status(), retry.deadline);
     }
     if (told_to_wait) {
-      // The task's earlier process on this host may be stopping: the
-      // service answers so until it ends, or refuses this one for good.
-      if (!claim_waiting) {
-        MIRRORED_LOG(WARNING) << resp.status().message();
-        claim_waiting = true;
-      }
-      if (!WaitBeforeRegisteringAgain(deadline, pause)) {
-        return CancelledError("task " + options_.task_name + ": stopped while registering");
-      }
-      // The task's previous process outlived this process's registration
-      // deadline (a registration timeout shorter than the service's wait):
-      // refused, as the service would refuse it, and never with the
-      // service's "waits up to ..." answer.
-      if (Now() >= deadline) return PreviousProcessOutlastedRegistration(options_.task_name,
-                                                                         options_.registration_timeout_ms);
-      if (options_.stop_waiting && options_.stop_waiting()) {
-        return CancelledError("task " + options_.task_name + ": stopped by a signal while waiting for its previous "
-                              "process to end");
-      }
-      pause = std::min(pause * 2, std::chrono::milliseconds(1000));
+      if (std::optional<Status> stop = WaitForPreviousProcess(resp.status(), retry)) return *stop;
       continue;
     }
     if (resp.ok() || !options_.restarted) return resp;
-    // The chief failed before this generation could form and serves only
-    // that error (MirroredStrategy::ReportFailureBeforeJoining): no next
-    // generation comes from it.
-    if (IsChiefFailureBeforeJoining(resp.status(), options_.service_task)) return resp;
-    if (code == StatusCode::kDeadlineExceeded && failed_generation) return gave_up();
-    if (code != StatusCode::kAborted && code != StatusCode::kUnavailable && code != StatusCode::kCancelled)
-      return resp;
-    if (!failed_generation) {
-      MIRRORED_LOG(WARNING) << ServiceName() << " belongs to the generation that failed ("
-                            << resp.status().message() << "); waiting for its next one";
-    }
-    failed_generation = resp.status();
-    // Until the old chief exits and the new one listens: poll with backoff,
-    // within the registration deadline, and stop early if the agent stops.
-    if (!WaitBeforeRegisteringAgain(deadline, pause)) {
-      return CancelledError("task " + options_.task_name + ": stopped while registering");
-    }
-    if (Now() >= deadline) return gave_up();
-    if (options_.stop_waiting && options_.stop_waiting()) {
-      return AbortedError(failed_generation->message() + " (stopped while waiting for the next generation)");
-    }
-    pause = std::min(pause * 2, std::chrono::milliseconds(1000));
+    if (std::optional<Status> stop = WaitForNextGeneration(resp.status(), retry)) return *stop;
   }
+}
+
+Status CoordinationAgent::ClaimWaitEnded(const Status& answer, std::chrono::steady_clock::time_point deadline) {
+  if (answer.code() == StatusCode::kDeadlineExceeded && Now() >= deadline) {
+    // The last call went unanswered: the service may be gone as well.
+    return ClaimWaitLastCallUnanswered(options_.task_name, options_.registration_timeout_ms, ServiceName());
+  }
+  if (!WaitBeforeRegisteringAgain(deadline, std::chrono::milliseconds::zero())) {
+    return CancelledError("task " + options_.task_name + ": stopped while registering");  // its own cancel
+  }
+  // Told to wait, then the service went away (the job ended, or its
+  // chief did): no service of that job will take this process, nor one
+  // its launcher restarts (InvalidArgument: exit 2, not retried).
+  return ServiceGoneWhileClaimWaiting(options_.task_name, ServiceName(), answer);
+}
+
+std::optional<Status> CoordinationAgent::WaitForPreviousProcess(const Status& answer, RegisterRetry& retry) {
+  // The task's earlier process on this host may be stopping: the service
+  // answers so until it ends, or refuses this one for good.
+  if (!retry.claim_waiting) {
+    MIRRORED_LOG(WARNING) << answer.message();
+    retry.claim_waiting = true;
+  }
+  if (!WaitBeforeRegisteringAgain(retry.deadline, retry.pause)) {
+    return CancelledError("task " + options_.task_name + ": stopped while registering");
+  }
+  // The task's previous process outlived this process's registration
+  // deadline (a registration timeout shorter than the service's wait):
+  // refused, as the service would refuse it, and never with the service's
+  // "waits up to ..." answer.
+  if (Now() >= retry.deadline) {
+    return PreviousProcessOutlastedRegistration(options_.task_name, options_.registration_timeout_ms);
+  }
+  if (options_.stop_waiting && options_.stop_waiting()) {
+    return CancelledError("task " + options_.task_name + ": stopped by a signal while waiting for its previous "
+                          "process to end");
+  }
+  retry.pause = std::min(retry.pause * 2, kMaxRegisterPause);
+  return std::nullopt;
+}
+
+std::optional<Status> CoordinationAgent::WaitForNextGeneration(const Status& answer, RegisterRetry& retry) {
+  auto gave_up = [&] {
+    return FailedGenerationOutlastedRegistration(options_.task_name, options_.registration_timeout_ms, ServiceName(),
+                                                 retry.failed_generation->message());
+  };
+  // The chief failed before this generation could form and serves only
+  // that error (MirroredStrategy::ReportFailureBeforeJoining): no next
+  // generation comes from it.
+  if (IsChiefFailureBeforeJoining(answer, options_.service_task)) return answer;
+  const StatusCode code = answer.code();
+  if (code == StatusCode::kDeadlineExceeded && retry.failed_generation) return gave_up();
+  if (code != StatusCode::kAborted && code != StatusCode::kUnavailable && code != StatusCode::kCancelled) {
+    return answer;
+  }
+  if (!retry.failed_generation) {
+    MIRRORED_LOG(WARNING) << ServiceName() << " belongs to the generation that failed (" << answer.message()
+                          << "); waiting for its next one";
+  }
+  retry.failed_generation = answer;
+  // Until the old chief exits and the new one listens: poll with backoff,
+  // within the registration deadline, and stop early if the agent stops.
+  if (!WaitBeforeRegisteringAgain(retry.deadline, retry.pause)) {
+    return CancelledError("task " + options_.task_name + ": stopped while registering");
+  }
+  if (Now() >= retry.deadline) return gave_up();
+  if (options_.stop_waiting && options_.stop_waiting()) {
+    return AbortedError(retry.failed_generation->message() + " (stopped while waiting for the next generation)");
+  }
+  retry.pause = std::min(retry.pause * 2, kMaxRegisterPause);
+  return std::nullopt;
 }
 
 bool CoordinationAgent::WaitBeforeRegisteringAgain(std::chrono::steady_clock::time_point deadline,
