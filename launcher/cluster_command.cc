@@ -234,7 +234,7 @@ int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostre
   if (dry_run_) {
     out << "# mirrored-launch cluster --dry-run: task " << first->name << " of this host, run directory "
         << resolved_run_dir_ << "\n";
-    return DryRun({*first}, out, err);
+    return DryRun({*first}, resolved_run_dir_, out, err);
   }
   return RunTask(config, *first, env, err);
 }

@@ -52,12 +52,6 @@ bool StartsWith(const std::string& entry, const char* key) {
   return entry.rfind(prefix, 0) == 0;
 }
 
-// The value of the task's --run-dir flag, "" without one.
-std::string RunDirOf(const TaskLaunch& task) {
-  auto flag = std::find(task.argv.begin(), task.argv.end(), "--run-dir");
-  return flag != task.argv.end() && flag + 1 != task.argv.end() ? *(flag + 1) : "";
-}
-
 // What the real launch would find when it creates RUN_DIR/logs, without
 // creating anything: every existing part of the path is a directory, and
 // the deepest existing one can be written into.
@@ -139,10 +133,11 @@ Status CheckWorkerFlags(const TaskLaunch& task, std::string* note) {
   return OkStatus();
 }
 
-int DryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out, std::ostream& err) {
+int DryRun(const std::vector<TaskLaunch>& tasks, const std::string& run_dir, std::ostream& out,
+           std::ostream& err) {
   PrintDryRun(tasks, out);
   if (tasks.empty()) return kExitSuccess;
-  if (const std::string run_dir = RunDirOf(tasks.front()); !run_dir.empty()) {
+  if (!run_dir.empty()) {
     if (Status s = CheckRunDirUsable(run_dir); !s.ok()) {
       err << "mirrored-launch: error: " << s.message() << "\n";
       return ExitCodeFor(s);

@@ -1,7 +1,7 @@
 // --dry-run of `local` and `cluster`: what would be started, and a check of
 // the workers' own flags, starting nothing.
 //
-//   if (dry_run) return DryRun(plan->Tasks(0, env), std::cout, std::cerr);
+//   if (dry_run) return DryRun(plan->Tasks(0, env), run_dir, std::cout, std::cerr);
 #pragma once
 
 #include <ostream>
@@ -27,8 +27,10 @@ void PrintDryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out);
 // a missing file; *note says what was checked, or why not.
 Status CheckWorkerFlags(const TaskLaunch& task, std::string* note);
 
-// PrintDryRun, then CheckWorkerFlags on the first training task and the
+// PrintDryRun, then whether `run_dir` could be created as the launch would
+// ("" skips that), then CheckWorkerFlags on the first training task and the
 // first evaluator: the exit code.
-int DryRun(const std::vector<TaskLaunch>& tasks, std::ostream& out, std::ostream& err);
+int DryRun(const std::vector<TaskLaunch>& tasks, const std::string& run_dir, std::ostream& out,
+           std::ostream& err);
 
 }  // namespace mirrored

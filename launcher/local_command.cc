@@ -157,7 +157,7 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
         << (evaluator_ ? " + evaluator" : "") << ", run directory " << options.run_dir
         << ", coordination service at " << plan->coordinator_address()
         << " (ports are picked again when the job starts)\n";
-    return DryRun(plan->Tasks(0, env), out, err);
+    return DryRun(plan->Tasks(0, env), options.run_dir, out, err);
   }
   return RunJob(*plan, options.run_dir, env, err);
 }
