@@ -50,7 +50,7 @@ for b in $bins; do
   strip --strip-debug -o "$out/bin/$b" "$src"
   chmod +x "$out/bin/$b"
   # "libfoo.so.1 => /path/libfoo.so.1 (0x...)"; a "not found" here is a broken build tree.
-  if ldd "$src" | grep -q "not found"; then
+  if ldd "$src" | grep "not found" > /dev/null; then
     echo "pack.sh: $src has unresolved libraries here:" >&2
     ldd "$src" | grep "not found" >&2
     exit 1
@@ -122,7 +122,7 @@ done
 export MIRRORED_ORIG_LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}"
 export LD_LIBRARY_PATH="$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # The build's libstdc++ only where the machine's is older (a missing GLIBCXX_/GCC_ version).
-if ldd "$here/bin/mirrored-worker" 2>&1 | grep -Eq "(GLIBCXX|CXXABI|GCC)_[0-9.]+' not found|libstdc\+\+\.so\.6 => not found"; then
+if ldd "$here/bin/mirrored-worker" 2>&1 | grep -E "(GLIBCXX|CXXABI|GCC)_[0-9.]+' not found|libstdc\+\+\.so\.6 => not found" > /dev/null; then
   export LD_LIBRARY_PATH="$here/lib-fallback:$LD_LIBRARY_PATH"
 fi
 export MIRRORED_BIN_DIR="$here/bin"
@@ -136,7 +136,7 @@ for lib in libcublas.so.13 libcublasLt.so.13 libcudnn_graph.so.9 libcudnn_ops.so
   found=""
   IFS=: read -r -a search <<< "$LD_LIBRARY_PATH"
   for d in "${search[@]}"; do [ -n "$d" ] && [ -e "$d/$lib" ] && { found=1; break; }; done
-  [ -n "$found" ] || ldconfig -p 2>/dev/null | grep -q " $lib " || missing="${missing:+$missing
+  [ -n "$found" ] || ldconfig -p 2>/dev/null | grep " $lib " > /dev/null || missing="${missing:+$missing
 }	$lib => not found (loaded at run time)"
 done
 if [ -n "$missing" ]; then

@@ -27,9 +27,9 @@ grep -Eq '^FROM nvidia/cuda:\$\{CUDA_TAG\}-runtime-ubuntu24\.04$' "$dockerfile" 
 # The runtime stage copies from the build stage only the binaries and the package list.
 runtime=$(sed -n '/-runtime-ubuntu24.04$/,$p' "$dockerfile")
 [ "$(echo "$runtime" | grep -c '^COPY ')" = 2 ] || fail "runtime stage copies more than binaries + package list"
-echo "$runtime" | grep -q '^COPY --from=build /out/bin/ /usr/local/bin/$' || fail "binaries not copied"
-echo "$runtime" | grep -q 'dataset-fashion-mnist' || fail "no Fashion-MNIST in the runtime stage"
-echo "$runtime" | grep -Eq '^USER [0-9]+$' || fail "runtime stage runs as root"
+grep -q '^COPY --from=build /out/bin/ /usr/local/bin/$' <<<"$runtime" || fail "binaries not copied"
+grep -q 'dataset-fashion-mnist' <<<"$runtime" || fail "no Fashion-MNIST in the runtime stage"
+grep -Eq '^USER [0-9]+$' <<<"$runtime" || fail "runtime stage runs as root"
 grep -q 'ldd /out/bin/mirrored-launch /out/bin/mirrored-worker' "$dockerfile" || fail "runtime libraries not from ldd"
 grep -q '^ENTRYPOINT \["mirrored-launch"\]$' "$dockerfile" || fail "entry point is not mirrored-launch"
 # Every package the build stage installs is one scripts/install-deps.sh lists (same dependency set).

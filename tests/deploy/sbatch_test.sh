@@ -54,12 +54,12 @@ grep -q -- "cluster --from-slurm --slurm-port-base 14242 --run-dir $run_dir --ma
   "$tmp/srun.cmd" || fail "srun command: $(cat "$tmp/srun.cmd")"
 for i in 0 1; do
   out=$(tr -d ' ' < "$tmp/srun.$i")
-  echo "$out" | grep -q '"cluster":{"worker":\["node01:14242","node02:14242"\]}' || fail "task $i TF_CONFIG: $out"
-  echo "$out" | grep -q "\"task\":{\"index\":$i,\"type\":\"worker\"}" || fail "task $i is not worker:$i: $out"
-  echo "$out" | grep -q -- "--modelmlp--max-steps5--run-dir$run_dir" || fail "task $i worker args: $out"
+  grep -q '"cluster":{"worker":\["node01:14242","node02:14242"\]}' <<<"$out" || fail "task $i TF_CONFIG: $out"
+  grep -q "\"task\":{\"index\":$i,\"type\":\"worker\"}" <<<"$out" || fail "task $i is not worker:$i: $out"
+  grep -q -- "--modelmlp--max-steps5--run-dir$run_dir" <<<"$out" || fail "task $i worker args: $out"
 done
 token=$(cat "$tmp/srun.token.0")
 [ "$token" = "$(cat "$tmp/srun.token.1")" ] || fail "tasks got different tokens"
-echo "$token" | grep -Eq '^[0-9a-f]{64}$' || fail "token '$token' is not 64 hex digits"
+grep -Eq '^[0-9a-f]{64}$' <<<"$token" || fail "token '$token' is not 64 hex digits"
 [ "$(stat -c %a "$tmp/home/.mirrored/job-secret")" = 600 ] || fail "secret file is not mode 600"
 echo "ok: train.sbatch (bash -n, shellcheck, 2-node dry run)"

@@ -45,14 +45,14 @@ out=$(timeout 120 "$tmp/prefix/bin/mirrored-launch" local --workers 2 --cpu-repl
 [ "$rc" = 0 ] || { echo "$out" | tail -30; fail "the example as a 2-worker job exited $rc"; }
 echo "$out" | grep -E '^\[worker:0\] step 100 loss [0-9.]+ accuracy [0-9.]+$' \
   || { echo "$out" | tail -30; fail "no step-100 line from the example's chief"; }
-echo "$out" | grep -q 'all 2 tasks registered.*6 replicas' \
+grep -q 'all 2 tasks registered.*6 replicas' <<<"$out" \
   || { echo "$out" | tail -30; fail "the example's job did not form 6 replicas over 2 tasks (the launcher's --cpu-replicas 3)"; }
 # Its progress lines are line-buffered: they come before the job's end, not with it.
 step=$(echo "$out" | grep -n '^\[worker:0\] step 50 ' | cut -d: -f1)
 barrier=$(echo "$out" | grep -n 'exit barrier passed' | cut -d: -f1)
 [ -n "$step" ] && [ -n "$barrier" ] && [ "$step" -lt "$barrier" ] \
   || { echo "$out" | tail -30; fail "the example's step-50 line came after the exit barrier (buffered output)"; }
-"$tmp/user-build/custom_training_loop" --help | grep -q -- '--cpu-replicas N' \
+"$tmp/user-build/custom_training_loop" --help | grep -- '--cpu-replicas N' > /dev/null \
   || fail "the example's --help does not print its usage"
 echo "ok: the installed example ran as 2 workers x 3 replicas"
 
