@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <ctime>
+#include <fstream>
 #include <ostream>
 #include <regex>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "common/file_system_full.h"
 #include "common/signal_name.h"
@@ -43,6 +46,41 @@ std::optional<BlamedTask> BlamedBy(const TaskResult& result) {
     return blamed;
   }
   return std::nullopt;
+}
+
+namespace {
+
+// An error file is a message and a call stack: more is not one.
+constexpr std::streamsize kMaxErrorFileBytes = 1 << 20;
+// Of its message, the report quotes this many lines (a Python exception's
+// message may carry a whole traceback).
+constexpr int kErrorMessageLines = 8;
+
+std::string FirstLines(const std::string& text, int lines) {
+  std::istringstream in(text);
+  std::string out, line;
+  for (int n = 0; std::getline(in, line); ++n) {
+    if (n == lines) return out + "...";
+    out += line + "\n";
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> ErrorFileMessage(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text(kMaxErrorFileBytes, '\0');
+  in.read(text.data(), kMaxErrorFileBytes);
+  text.resize(static_cast<size_t>(in.gcount()));
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("message")) return std::nullopt;
+  const nlohmann::json* message = &doc["message"];
+  if (message->is_object() && message->contains("message")) message = &(*message)["message"];
+  if (!message->is_string() || message->get<std::string>().empty()) return std::nullopt;
+  return FirstLines(message->get<std::string>(), kErrorMessageLines);
 }
 
 namespace {
@@ -108,8 +146,14 @@ void WriteHeadline(std::ostream& out, const JobOutcome& outcome, const TaskResul
   }
   out << "==== job failed ====\n";
   out << "first failure: task " << f.name << " ended with " << f.exit.ToString() << " at " << EndedAt(f) << "\n";
+  if (f.hung) out << "  (stopped as hung: " << *f.hung << ")\n";
+  if (f.error_message) {
+    out << "  its error (" << f.error_file << "):\n";
+    std::istringstream lines(*f.error_message);
+    for (std::string line; std::getline(lines, line);) out << "  | " << line << "\n";
+  }
   WriteFullDiskCause(out, f);
-  WriteSignalFromOutside(out, outcome, f);
+  if (!f.hung) WriteSignalFromOutside(out, outcome, f);
   WriteBlamedTask(out, f);
 }
 

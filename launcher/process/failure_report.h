@@ -30,4 +30,10 @@ struct BlamedTask {
 };
 std::optional<BlamedTask> BlamedBy(const TaskResult& result);
 
+// The error a task wrote to its error file (TaskLaunch::error_file) in the
+// format of torch's @record: {"message": {"message": "RuntimeError: ...",
+// "extraInfo": {...}}} (or "message" a string): that message, at most a few
+// lines. nullopt when the file is missing, empty or not that.
+std::optional<std::string> ErrorFileMessage(const std::string& path);
+
 }  // namespace mirrored

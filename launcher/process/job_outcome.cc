@@ -31,6 +31,7 @@ void JudgeOutcome(JobOutcome& outcome) {
   if (!root && !outcome.stop_signal) root = evaluator_failure;
   if (root) outcome.first_failure = *root;
   if (outcome.stop_signal) outcome.exit_code = 128 + *outcome.stop_signal;
+  else if (root && root->hung) outcome.exit_code = kExitTimeout;  // it never ended by itself
   else if (root) outcome.exit_code = root->exit.ShellCode();
   else outcome.exit_code = 0;
 }

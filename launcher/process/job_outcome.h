@@ -26,6 +26,9 @@ struct TaskResult {
   std::optional<int> signal_sent;       // the first signal we sent it, if any (its exit may be its own)
   int restarts = 0;                     // times it was started again alone (an evaluator)
   std::vector<std::string> last_lines;  // the last lines of its output
+  std::string error_file;               // where its own error message is (TaskLaunch::error_file), if any
+  std::optional<std::string> error_message;  // what it wrote there when it failed
+  std::optional<std::string> hung;      // why the launcher stopped it as hung (--hang-timeout)
 };
 
 struct JobOutcome {

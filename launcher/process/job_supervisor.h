@@ -45,6 +45,13 @@ struct TaskLaunch {
   std::vector<std::string> argv;
   std::vector<std::string> env;    // the task's whole environment
   std::string log_path = "";       // "" for no log file; appended to otherwise
+  // A training task that writes signs of life to fd 3 (mirrored-worker:
+  // SupervisorOptions::liveness_timeout); a user's program does not.
+  bool reports_liveness = true;
+  // Where the task writes its uncaught error as JSON (torch's @record, at
+  // TORCHELASTIC_ERROR_FILE; "" none): removed before it starts, quoted in
+  // the failure report when it fails.
+  std::string error_file = "";
 };
 
 // SupervisorOptions' defaults; what each is for is said there.
@@ -83,7 +90,17 @@ struct SupervisorOptions {
   // frozen. On a cluster host nothing else would end it: its peers on other
   // hosts only exit. A task that never writes is never judged.
   std::chrono::milliseconds liveness_timeout = kDefaultLivenessTimeout;
+  // --hang-timeout (0: off): a training task that prints nothing and uses
+  // (almost) no CPU time for this long is hung, whatever program it is (a
+  // user's program reports no signs of life): it is stopped, the job fails
+  // with exit 4 (a timeout), and the report says why. Almost none: under
+  // kHungCpuShare of one core, what the idle threads of a runtime blocked
+  // in a collective spend.
+  std::chrono::milliseconds hang_timeout{0};
 };
+
+// SupervisorOptions::hang_timeout's "almost no CPU time": a share of one core.
+inline constexpr double kHungCpuShare = 0.02;
 
 class JobSupervisor {
  public:

@@ -15,6 +15,7 @@
 #include "common/seconds_text.h"
 #include "common/signal_name.h"
 #include "launcher/process/line_tee.h"
+#include "launcher/process/process_group_cpu.h"
 
 namespace mirrored {
 namespace {
@@ -32,6 +33,8 @@ constexpr std::chrono::milliseconds kExitCheckWithoutPidfd{50};
 constexpr std::chrono::seconds kFirstEvaluatorRestartPause{1};
 constexpr std::chrono::seconds kLongestEvaluatorRestartPause{30};
 constexpr int kMaxEvaluatorPauseDoublings = 5;  // 32 s: past the longest
+// --hang-timeout samples each task's CPU time this often (a read of /proc).
+constexpr std::chrono::milliseconds kHangSampleInterval{1000};
 
 constexpr char kLauncherPrefix[] = "[mirrored-launch] ";
 
@@ -98,9 +101,11 @@ Status RunningJob::StartTask(size_t i) {
   // A training task's signs of life (SupervisorOptions::liveness_timeout).
   int liveness[2] = {-1, -1};
   std::vector<std::string> env = launch.env;
-  if (launch.is_training && pipe2(liveness, O_CLOEXEC | O_NONBLOCK) == 0) {
+  if (launch.is_training && launch.reports_liveness && pipe2(liveness, O_CLOEXEC | O_NONBLOCK) == 0) {
     env.push_back(std::string(kLivenessFdVariable) + "=3");
   }
+  // Last run's error is not this one's.
+  if (!launch.error_file.empty()) unlink(launch.error_file.c_str());
   auto child = ChildProcess::Spawn(launch.argv, env, liveness[1]);
   CloseFd(liveness[1]);
   t.liveness_fd = liveness[0];
@@ -124,6 +129,7 @@ Status RunningJob::Supervise() {
     RestartDueEvaluators();
     StopStalledEvaluators();
     StopFrozenTasks();
+    StopHungTasks();
     StopAfterPeerExitWait();
     KillAfterGracePeriod();
   }
@@ -180,6 +186,7 @@ int RunningJob::PollTimeoutMs() const {
     if (!t.liveness_armed || t.result) continue;
     timeout_ms = ShortenedTo(t.last_alive + options_.liveness_timeout, timeout_ms);
   }
+  if (options_.hang_timeout.count() > 0) timeout_ms = ShortenedTo(state_.last_hang_sample + kHangSampleInterval, timeout_ms);
   return timeout_ms;
 }
 
@@ -290,6 +297,31 @@ void RunningJob::StopFrozenTasks() {
   }
 }
 
+// --hang-timeout: a training task that printed nothing and used almost no
+// CPU time (under kHungCpuShare of a core) for that long is stopped, and
+// fails the job as hung.
+void RunningJob::StopHungTasks() {
+  const Clock::time_point now = Clock::now();
+  if (options_.hang_timeout.count() == 0 || Stopping() || now - state_.last_hang_sample < kHangSampleInterval) return;
+  const double sampled_seconds = std::chrono::duration<double>(now - state_.last_hang_sample).count();
+  state_.last_hang_sample = now;
+  const double busy_ticks = kHungCpuShare * sampled_seconds * static_cast<double>(CpuTicksPerSecond());
+  for (auto& t : running_) {
+    if (!t.launch->is_training || t.result || t.restart_at || !t.child) continue;
+    const std::optional<int64_t> ticks = ProcessGroupCpuTicks(t.child->pid());
+    if (!ticks) continue;
+    if (!t.cpu_ticks || static_cast<double>(*ticks - *t.cpu_ticks) > busy_ticks) t.last_busy = now;
+    t.cpu_ticks = ticks;
+    if (now - std::max(t.last_busy, t.last_output) < options_.hang_timeout) continue;
+    t.stalled = true;
+    t.hung = "it printed nothing and used under " + std::to_string(static_cast<int>(kHungCpuShare * 100)) +
+             "% of a core for " + SecondsText(options_.hang_timeout) + " (--hang-timeout)";
+    Say(t.launch->name + " is hung: " + *t.hung + ": stopping the job");
+    BeginStop(SIGTERM);
+    return;
+  }
+}
+
 // Waited for the others to end by themselves after a peer-failed exit
 // (or every training task has ended: only an evaluator is left).
 void RunningJob::StopAfterPeerExitWait() {
@@ -378,6 +410,9 @@ void RunningJob::Record(RunningTask& t, const ProcessExit& exit) {
   r.stopped_by_supervisor = EndedBecauseStopped(t, exit) && !t.stalled && !t.failed_exit;
   r.signal_sent = t.signal_sent;
   r.restarts = t.restarts;
+  r.hung = t.hung;
+  r.error_file = t.launch->error_file;
+  if (!r.error_file.empty() && !exit.success() && !r.stopped_by_supervisor) r.error_message = ErrorFileMessage(r.error_file);
   t.result = r;
   if (!r.is_training && !r.exit.success() && !r.stopped_by_supervisor && !Stopping() && !TrainingEnded()) {
     SayEvaluatorNotRestarted(r);

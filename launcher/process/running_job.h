@@ -64,6 +64,7 @@ class RunningJob {
     pid_t stop_requested_by = 0;                     // and its sender (0: the kernel)
     bool killed_all = false;                         // SIGKILL sent to every task
     Clock::time_point last_training_end = Clock::now();
+    Clock::time_point last_hang_sample = Clock::now();  // --hang-timeout's CPU sample
   };
 
   // What one polled descriptor is; the wake-up pipe comes first.
@@ -89,6 +90,7 @@ class RunningJob {
   void RestartDueEvaluators();
   void StopStalledEvaluators();
   void StopFrozenTasks();
+  void StopHungTasks();
   void StopAfterPeerExitWait();
   void KillAfterGracePeriod();
 

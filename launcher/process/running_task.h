@@ -38,6 +38,11 @@ struct RunningTask {
   std::optional<ProcessExit> failed_exit;                            // ... after this exit
   std::chrono::steady_clock::time_point last_output = std::chrono::steady_clock::now();
   std::optional<TaskResult> result;
+  // --hang-timeout: its process group's CPU ticks at the last sample (unset
+  // before the first), and when it last used more than kHungCpuShare.
+  std::optional<int64_t> cpu_ticks;
+  std::chrono::steady_clock::time_point last_busy = std::chrono::steady_clock::now();
+  std::optional<std::string> hung;  // why it was stopped as hung
 };
 
 // Did this task end because we stopped it, rather than failing by itself?

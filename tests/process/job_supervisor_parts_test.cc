@@ -6,12 +6,17 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "common/task_interrupt.h"
 #include "launcher/process/failure_report.h"
 #include "launcher/process/job_outcome.h"
+#include "launcher/process/process_group_cpu.h"
 #include "launcher/process/running_task.h"
 
 namespace mirrored {
@@ -154,6 +159,71 @@ TEST(JobSupervisorPartsTest, TheLivenessPipeArmsOnASignOfLifeAndDisarmsOnS) {
   close(fds[1]);
   ReadLiveness(t);
   EXPECT_EQ(t.liveness_fd, -1);  // EOF: closed
+}
+
+}  // namespace
+}  // namespace mirrored
+
+namespace mirrored {
+namespace {
+
+TEST(JobSupervisorPartsExtraTest, AHungTaskFailsTheJobWithTheTimeoutCode) {
+  JobOutcome o;
+  TaskResult hung = Exited("worker:0", 0, 5ms);
+  hung.exit.exit_code.reset();
+  hung.exit.signal = SIGTERM;
+  hung.hung = "it printed nothing";
+  TaskResult stopped = Exited("worker:1", 143, 6ms);
+  stopped.stopped_by_supervisor = true;
+  o.tasks = {hung, stopped};
+  JudgeOutcome(o);
+  ASSERT_TRUE(o.first_failure.has_value());
+  EXPECT_EQ(o.first_failure->name, "worker:0");
+  EXPECT_EQ(o.exit_code, kExitTimeout);
+}
+
+TEST(JobSupervisorPartsExtraTest, TheErrorFileGivesTorchsMessageOrNothing) {
+  const std::string path = testing::TempDir() + "/error-" + std::to_string(getpid()) + ".json";
+  auto write = [&](const std::string& text) { std::ofstream(path, std::ios::trunc) << text; };
+  write(R"({"message": {"message": "ValueError: bad", "extraInfo": {"py_callstack": "Traceback...", "timestamp": "1"}}})");
+  EXPECT_EQ(ErrorFileMessage(path), "ValueError: bad");
+  write(R"({"message": "a plain one"})");
+  EXPECT_EQ(ErrorFileMessage(path), "a plain one");
+  std::string many = "L0";
+  for (int i = 1; i < 20; ++i) many += "\\n L" + std::to_string(i);
+  write(R"({"message": {"message": ")" + many + R"("}})");
+  auto first = ErrorFileMessage(path);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->substr(0, 6), "L0\n L1");
+  EXPECT_EQ(first->substr(first->size() - 3), "...");
+  EXPECT_EQ(std::count(first->begin(), first->end(), '\n'), 8);
+  for (const char* bad : {"", "not json", "[1]", R"({"message": 3})", R"({"other": "x"})", R"({"message": ""})"}) {
+    write(bad);
+    EXPECT_FALSE(ErrorFileMessage(path).has_value()) << bad;
+  }
+  std::remove(path.c_str());
+  EXPECT_FALSE(ErrorFileMessage(path).has_value());
+}
+
+TEST(JobSupervisorPartsExtraTest, CpuTicksSumTheGroupsProcessesOnly) {
+  const std::string proc = testing::TempDir() + "/proc-" + std::to_string(getpid());
+  std::filesystem::create_directories(proc + "/self");
+  auto stat = [&](const std::string& pid, const std::string& line) {
+    std::filesystem::create_directories(proc + "/" + pid);
+    std::ofstream(proc + "/" + pid + "/stat") << line << "\n";
+  };
+  // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime ...
+  stat("100", "100 (python3) S 1 100 1 0 -1 0 0 0 0 0 50 20 3 2 20 0 1 0");
+  stat("101", "101 (a (b) c) R 100 100 1 0 -1 0 0 0 0 0 7 1 0 0 20 0 1 0");  // ")" in its name
+  stat("102", "102 (other) S 1 102 1 0 -1 0 0 0 0 0 999 999 0 0 20 0 1 0");  // another group
+  stat("103", "garbage");
+  EXPECT_EQ(ProcessGroupCpuTicks(100, proc), 50 + 20 + 3 + 2 + 7 + 1);
+  EXPECT_FALSE(ProcessGroupCpuTicks(555, proc).has_value());
+  EXPECT_FALSE(ProcessGroupCpuTicks(100, proc + "/none").has_value());
+  std::filesystem::remove_all(proc);
+  // The real one: this process's group has used some CPU.
+  EXPECT_TRUE(ProcessGroupCpuTicks(getpgrp()).has_value());
+  EXPECT_GT(CpuTicksPerSecond(), 0);
 }
 
 }  // namespace

@@ -490,6 +490,54 @@ TEST_F(JobSupervisorTest, ATaskThatFellSilentOnItsLivenessPipeIsStoppedAsFrozen)
   EXPECT_TRUE(fine->success());
 }
 
+// --hang-timeout: a task silent and idle that long is stopped as hung (exit
+// 4); one that computes, or prints, is not.
+TEST_F(JobSupervisorTest, ATaskSilentAndIdleForTheHangTimeoutIsStoppedAsHung) {
+  JobSupervisor supervisor(console_.get(), {.grace_period = 2s, .hang_timeout = 1500ms});
+  auto outcome = supervisor.Run(
+      {Shell("worker:0", "exec sleep 30"),
+       Shell("worker:1", "end=$(($(date +%s) + 30)); while [ $(date +%s) -lt $end ]; do :; done"),
+       Shell("worker:2", "while :; do echo tick; sleep 0.2; done"),
+       Shell("evaluator:0", "exec sleep 30", /*training=*/false)});
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  const std::string console = Slurp(dir_ / "console");
+  ASSERT_TRUE(outcome->first_failure.has_value()) << console;
+  EXPECT_EQ(outcome->first_failure->name, "worker:0") << console;
+  ASSERT_TRUE(outcome->first_failure->hung.has_value());
+  EXPECT_EQ(outcome->exit_code, kExitTimeout);
+  EXPECT_NE(console.find("[mirrored-launch] worker:0 is hung: it printed nothing and used under 2% of a core for "
+                         "1.5 s (--hang-timeout): stopping the job"),
+            std::string::npos)
+      << console;
+  for (const char* busy : {"worker:1 is hung", "worker:2 is hung", "evaluator:0 is hung"}) {
+    EXPECT_EQ(console.find(busy), std::string::npos) << console;
+  }
+  EXPECT_TRUE(Result(*outcome, "worker:1").stopped_by_supervisor);
+  EXPECT_NE(FormatFailureReport(*outcome).find("(stopped as hung: it printed nothing"), std::string::npos);
+}
+
+// A task's error file (torch's @record) is cleared before it starts and
+// quoted in the report when it fails.
+TEST_F(JobSupervisorTest, AFailedTasksErrorFileIsQuotedAndAStaleOneIsCleared) {
+  TaskLaunch failing = Shell("worker:0",
+                             "[ -e \"$DIR/worker0.json\" ] && exit 5; sleep 0.2; "
+                             "printf '{\"message\": {\"message\": \"RuntimeError: boom\\\\nsecond\", "
+                             "\"extraInfo\": {\"timestamp\": \"1\"}}}' > \"$DIR/worker0.json\"; exit 1");
+  failing.error_file = (dir_ / "worker0.json").string();
+  std::ofstream(failing.error_file) << "{\"message\": \"stale: from the last run\"}";
+  JobSupervisor supervisor(console_.get(), {.grace_period = 2s});
+  auto outcome = supervisor.Run({failing, Shell("worker:1", "sleep 30")});
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  ASSERT_TRUE(outcome->first_failure.has_value());
+  EXPECT_EQ(outcome->first_failure->exit.exit_code, 1) << Slurp(dir_ / "console");
+  ASSERT_TRUE(outcome->first_failure->error_message.has_value());
+  EXPECT_EQ(*outcome->first_failure->error_message, "RuntimeError: boom\nsecond");
+  EXPECT_NE(FormatFailureReport(*outcome).find("  its error (" + failing.error_file +
+                                               "):\n  | RuntimeError: boom\n  | second\n"),
+            std::string::npos)
+      << FormatFailureReport(*outcome);
+}
+
 TEST_F(JobSupervisorTest, TaskThatCannotStartIsAnErrorNamingIt) {
   JobSupervisor supervisor(console_.get(), {.grace_period = 2s});
   TaskLaunch missing = Shell("worker:1", "");
