@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <optional>
 #include <sys/stat.h>
 
@@ -45,6 +46,11 @@ void ClusterCommand::Register(CLI::App& app) {
   subcommand_->add_option("--grace-period", grace_period_sec_,
                           "Seconds between SIGTERM and SIGKILL when stopping tasks")
       ->capture_default_str();
+  subcommand_->add_option("--hang-timeout", hang_timeout_sec_,
+                          "Seconds a training task may print nothing and use no CPU time before it is stopped as "
+                          "hung (exit 4; default 0: off)");
+  subcommand_->add_option("--evaluator-command", evaluator_command_,
+                          "What an evaluator task runs instead of the program after `--` (\"python3 eval.py\")");
   subcommand_->add_flag("--dry-run", dry_run_, "Print the task's command, TF_CONFIG and environment; start nothing");
   subcommand_->add_flag("--insecure", insecure_,
                         "Start without MIRRORED_JOB_TOKEN or TLS client certificates although the cluster is "
@@ -52,7 +58,9 @@ void ClusterCommand::Register(CLI::App& app) {
   subcommand_->add_option("--worker-binary", worker_binary_,
                           "mirrored-worker to start (default: $MIRRORED_WORKER_BINARY, else the one beside "
                           "mirrored-launch)");
-  subcommand_->add_option("worker_args", worker_args_, "Arguments for the task, after --");
+  subcommand_->add_option("worker_args", worker_args_,
+                          "After --: mirrored-worker's flags, or your own program and its arguments "
+                          "(-- python3 train.py ...)");
 }
 
 namespace {
@@ -81,16 +89,40 @@ std::optional<CoreShare> CoreShareOf(const ClusterConfig& config, const Environm
   return CoreShare{.tasks_here = here, .cores = cores, .threads = std::max(1, cores / here), .replaced = user};
 }
 
+// What a user's program gets instead of mirrored-worker's --run-dir: the
+// run directory, and for a training task torch.distributed's variables.
+void AddUserProgramEnvironment(const ClusterConfig& config, const std::string& run_dir, int generation,
+                               int max_restarts, TaskLaunch& t) {
+  t.reports_liveness = false;
+  t.env.push_back(std::string(kRunDirVariable) + "=" + run_dir);
+  if (std::optional<TorchWorld> world = TorchWorldOf(config.cluster, config.task)) {
+    t.error_file = run_dir + "/logs/" + t.name + ".error.json";
+    const std::string run_id = std::filesystem::path(run_dir).filename().string();
+    for (std::string& e : TorchDistributedEnvironment(*world, generation, max_restarts, run_id, t.error_file))
+      t.env.push_back(std::move(e));
+  }
+}
+
 }  // namespace
+
+StatusOr<TaskProgram> ClusterCommand::ProgramFor(const ClusterConfig& config, const EnvironmentMap& env) const {
+  const std::string path = Lookup(env, "PATH").value_or("");
+  if (config.IsEvaluator() && !evaluator_command_.empty()) {
+    MIRRORED_ASSIGN_OR_RETURN(std::vector<std::string> words, SplitCommandWords(evaluator_command_));
+    return ProgramOf(words, "--evaluator-command", path);
+  }
+  MIRRORED_ASSIGN_OR_RETURN(TaskProgram program, ChooseTaskProgram(worker_binary_, worker_args_, path));
+  if (program.is_mirrored_worker) MIRRORED_RETURN_IF_ERROR(CheckWorkerArgs(worker_args_, "cluster", false));
+  return program;
+}
 
 StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int generation,
                                               ClusterConfig* resolved) const {
   ClusterSource source = source_;
   if (tf_config_option_ != nullptr && tf_config_option_->count() > 0) source.tf_config = tf_config_text_;
   MIRRORED_ASSIGN_OR_RETURN(ClusterConfig config, ResolveCluster(source, env));
-  const std::string binary = ResolveWorkerBinary(worker_binary_);
-  MIRRORED_RETURN_IF_ERROR(CheckWorkerBinary(binary));
   if (resolved != nullptr) *resolved = config;
+  MIRRORED_ASSIGN_OR_RETURN(const TaskProgram program, ProgramFor(config, env));
   TaskLaunch t;
   t.name = config.task.ToString();
   t.is_training = !config.IsEvaluator();
@@ -103,6 +135,7 @@ StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int gen
         key == kWholeJobSignalledVariable)
       continue;
     if (key == "OMP_NUM_THREADS" && share) continue;  // replaced below
+    if (!program.is_mirrored_worker && IsUserProgramVariable(key + "=")) continue;  // the launcher's own below
     t.env.push_back(key + "=" + value);
   }
   // The worker always reads TF_CONFIG, whatever source the launcher used.
@@ -114,9 +147,12 @@ StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int gen
   // interrupted alone, so none tells the job it was (each log would blame
   // whichever told it first).
   if (source.from_slurm) t.env.push_back(std::string(kWholeJobSignalledVariable) + "=1");
-  t.argv = {binary};
-  t.argv.insert(t.argv.end(), worker_args_.begin(), worker_args_.end());
-  t.argv.insert(t.argv.end(), {"--run-dir", run_dir});
+  t.argv = program.argv;
+  if (program.is_mirrored_worker) {
+    t.argv.insert(t.argv.end(), {"--run-dir", run_dir});
+  } else {
+    AddUserProgramEnvironment(config, run_dir, generation, max_restarts_, t);
+  }
   t.log_path = run_dir + "/logs/" + t.name + ".log";
   return t;
 }
@@ -153,8 +189,12 @@ Status CheckPlanned(const ClusterConfig& config, const StatusOr<TaskLaunch>& fir
 // reachable off this host has a token or TLS client certificates (D10):
 // the error, or warnings.
 Status CheckConfigAndWarn(const ClusterConfig& config, const EnvironmentMap& env,
-                       const std::vector<std::string>& worker_args, bool insecure, std::ostream& err) {
+                       const std::vector<std::string>& worker_args, bool insecure, bool mirrored_worker,
+                       std::ostream& err) {
   for (const std::string& warning : config.warnings) err << "mirrored-launch: warning: " << warning << "\n";
+  // A user's program does not use mirrored's coordination service: its
+  // token and certificates are not its business.
+  if (!mirrored_worker) return OkStatus();
   std::vector<std::string> auth_warnings;
   MIRRORED_RETURN_IF_ERROR(CheckClusterAuthentication(config, env, worker_args, insecure, &auth_warnings));
   for (const std::string& warning : auth_warnings) err << "mirrored-launch: warning: " << warning << "\n";
@@ -211,8 +251,12 @@ void SayTask(const ClusterConfig& config, const TaskLaunch& task, const std::str
         << (config.cluster.NumTasks(std::string(kEvaluatorJob)) > 0 ? " + evaluator" : "") << ", from "
         << config.source;
   }
-  // The evaluator follows the checkpoints; it never joins the service.
-  if (!config.IsEvaluator() && !config.is_single_local_task) {
+  // The evaluator follows the checkpoints; it never joins the service. A
+  // user's program meets at the chief's address by its own means.
+  if (!task.reports_liveness) {
+    err << ", running " << task.argv.front() << ", the chief (MASTER_ADDR:MASTER_PORT) at "
+        << config.cluster.CoordinatorAddress().ToString();
+  } else if (!config.IsEvaluator() && !config.is_single_local_task) {
     err << ", coordination service at " << config.cluster.CoordinatorAddress().ToString()
         << (chief ? " (hosted here)" : "");
   }
@@ -223,12 +267,15 @@ void SayTask(const ClusterConfig& config, const TaskLaunch& task, const std::str
 
 int ClusterCommand::Run(const EnvironmentMap& env, std::ostream& out, std::ostream& err) {
   if (Status s = CheckSupervisionFlags(max_restarts_, grace_period_sec_); !s.ok()) return ReportError(err, s);
-  if (Status s = CheckWorkerArgs(worker_args_, "cluster", false); !s.ok()) return ReportError(err, s);
+  if (Status s = CheckHangTimeout(hang_timeout_sec_); !s.ok()) return ReportError(err, s);
   resolved_run_dir_ = run_dir_.empty() ? DefaultRunDir() : run_dir_;
   ClusterConfig config;
   StatusOr<TaskLaunch> first = PlanTask(env, 0, &config);
   if (Status s = CheckPlanned(config, first, !run_dir_.empty()); !s.ok()) return ReportError(err, s);
-  if (Status s = CheckConfigAndWarn(config, env, worker_args_, insecure_, err); !s.ok()) return ReportError(err, s);
+  const bool mirrored_worker = first->reports_liveness;  // (only a user's program does not)
+  if (Status s = CheckConfigAndWarn(config, env, worker_args_, insecure_, mirrored_worker, err); !s.ok()) {
+    return ReportError(err, s);
+  }
   SayGpuShare(config, *first, env, err);
   SayCoreShare(config, *first, env, err);
   if (dry_run_) {
@@ -255,9 +302,11 @@ int ClusterCommand::RunTask(const ClusterConfig& config, const TaskLaunch& first
   SayTask(config, first, resolved_run_dir_, err);
   SupervisedRunOptions run{.run_dir = resolved_run_dir_,
                            .max_restarts = max_restarts_,
-                           .grace_period = GracePeriodOf(grace_period_sec_),
+                           .grace_period = DurationOfSeconds(grace_period_sec_),
                            .launcher_log = "launcher-" + first.name + ".log",
-                           .sees_checkpoints = config.IsChief()};
+                           .sees_checkpoints = config.IsChief(),
+                           .program_resumes_itself = !first.reports_liveness,
+                           .hang_timeout = DurationOfSeconds(hang_timeout_sec_)};
   return RunSupervised(run, [&](int generation) {
     auto task = PlanTask(env, generation);
     return std::vector<TaskLaunch>{task.ok() ? *task : first};

@@ -19,6 +19,7 @@
 #include "common/cluster/cluster_source.h"
 #include "common/cluster/environment_map.h"
 #include "common/status.h"
+#include "launcher/job/task_program.h"
 #include "launcher/process/job_supervisor.h"
 #include "launcher/supervised_run.h"
 
@@ -39,6 +40,10 @@ class ClusterCommand {
   // directory is made and (by the chief) claimed: the exit code.
   int RunTask(const ClusterConfig& config, const TaskLaunch& first, const EnvironmentMap& env, std::ostream& err);
 
+  // What this host's task runs: the program after `--` (or mirrored-worker),
+  // or for an evaluator --evaluator-command when given.
+  StatusOr<TaskProgram> ProgramFor(const ClusterConfig& config, const EnvironmentMap& env) const;
+
   CLI::App* subcommand_ = nullptr;
   ClusterSource source_;
   std::string tf_config_text_;
@@ -49,8 +54,10 @@ class ClusterCommand {
   double grace_period_sec_ = kDefaultGracePeriodSec;
   bool dry_run_ = false;
   bool insecure_ = false;  // --insecure: no token nor client certificates off loopback
+  double hang_timeout_sec_ = 0;    // --hang-timeout: 0 is off
+  std::string evaluator_command_;  // --evaluator-command: what an evaluator task runs instead
   std::string worker_binary_;
-  std::vector<std::string> worker_args_;
+  std::vector<std::string> worker_args_;  // after `--`: the program and its arguments, or mirrored-worker's flags
 };
 
 }  // namespace mirrored

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "common/decimal_integer.h"
 #include "common/flag_checks.h"
 #include "launcher/job/local_job_plan.h"
+#include "launcher/job/task_program.h"
 #include "launcher/dry_run.h"
 #include "launcher/supervised_run.h"
 #include "launcher/tls/tls_file_set.h"
@@ -46,6 +48,11 @@ void LocalCommand::Register(CLI::App& app) {
   subcommand_->add_option("--grace-period", grace_period_sec_,
                           "Seconds between SIGTERM and SIGKILL when stopping tasks")
       ->capture_default_str();
+  subcommand_->add_option("--hang-timeout", hang_timeout_sec_,
+                          "Seconds a training task may print nothing and use no CPU time before it is stopped as "
+                          "hung (exit 4; default 0: off)");
+  subcommand_->add_option("--evaluator-command", evaluator_command_,
+                          "What the --evaluator task runs instead of the program after `--` (\"python3 eval.py\")");
   subcommand_->add_flag("--dry-run", dry_run_, "Print each task's command, TF_CONFIG and environment; start nothing");
   subcommand_->add_flag("--no-tls", no_tls_,
                         "Serve the coordination service in plaintext (default: TLS with a CA made for the job in "
@@ -53,7 +60,9 @@ void LocalCommand::Register(CLI::App& app) {
   subcommand_->add_option("--worker-binary", worker_binary_,
                           "mirrored-worker to start (default: $MIRRORED_WORKER_BINARY, else the one beside "
                           "mirrored-launch)");
-  subcommand_->add_option("worker_args", worker_args_, "Arguments for every task, after --");
+  subcommand_->add_option("worker_args", worker_args_,
+                          "After --: mirrored-worker's flags, or your own program and its arguments "
+                          "(-- python3 train.py ...)");
 }
 
 namespace {
@@ -114,30 +123,58 @@ void WarnAboutReplicaThreads(const LocalJobOptions& options, int cores, std::ost
 
 Status LocalCommand::CheckFlags() const {
   MIRRORED_RETURN_IF_ERROR(CheckSupervisionFlags(max_restarts_, grace_period_sec_));
-  MIRRORED_RETURN_IF_ERROR(CheckWorkerArgs(worker_args_, "local", cpu_replicas_option_->count() > 0));
+  MIRRORED_RETURN_IF_ERROR(CheckHangTimeout(hang_timeout_sec_));
   if (cpu_replicas_option_->count() > 0 && cpu_replicas_ < 1) {
     return InvalidArgumentError("--cpu-replicas " + std::to_string(cpu_replicas_) + " must be at least 1");
+  }
+  if (!evaluator_command_.empty() && !evaluator_) {
+    return InvalidArgumentError("--evaluator-command needs --evaluator: without it no evaluator runs");
   }
   return OkStatus();
 }
 
+namespace {
+
+// The program's flags must leave to the launcher what it sets itself;
+// --cpu-replicas is mirrored-worker's alone.
+Status CheckProgramArgs(const TaskProgram& program, const std::vector<std::string>& worker_args,
+                        bool cpu_replicas_given) {
+  if (program.is_mirrored_worker) return CheckWorkerArgs(worker_args, "local", cpu_replicas_given);
+  if (cpu_replicas_given) {
+    return InvalidArgumentError("--cpu-replicas is mirrored-worker's: " + program.argv.front() +
+                                " runs one process per task (its own replicas are its business; OMP_NUM_THREADS "
+                                "gives each task its share of the cores)");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 // The flags as the job plan takes them; a flag not given leaves its
 // default to PlanLocalJob.
-LocalJobOptions LocalCommand::OptionsFromFlags() const {
+StatusOr<LocalJobOptions> LocalCommand::OptionsFromFlags() const {
   LocalJobOptions options;
+  const std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  MIRRORED_ASSIGN_OR_RETURN(options.program, ChooseTaskProgram(worker_binary_, worker_args_, path));
+  MIRRORED_RETURN_IF_ERROR(CheckProgramArgs(options.program, worker_args_, cpu_replicas_option_->count() > 0));
+  if (!evaluator_command_.empty()) {
+    MIRRORED_ASSIGN_OR_RETURN(std::vector<std::string> words, SplitCommandWords(evaluator_command_));
+    MIRRORED_ASSIGN_OR_RETURN(options.evaluator_program, ProgramOf(words, "--evaluator-command", path));
+  }
   options.workers = workers_;
   if (gpus_per_worker_option_->count() > 0) options.gpus_per_worker = gpus_per_worker_;  // < 0: refused
   if (cpu_replicas_option_->count() > 0) options.cpu_replicas = cpu_replicas_;
   options.evaluator = evaluator_;
   if (evaluator_gpus_option_->count() > 0) options.evaluator_gpus = evaluator_gpus_;  // refused without --evaluator
-  options.worker_binary = ResolveWorkerBinary(worker_binary_);
-  options.worker_args = worker_args_;
+  options.max_restarts = max_restarts_;
   return options;
 }
 
 int LocalCommand::Run(std::ostream& out, std::ostream& err) {
   if (Status s = CheckFlags(); !s.ok()) return ReportError(err, s);
-  LocalJobOptions options = OptionsFromFlags();
+  StatusOr<LocalJobOptions> options_or = OptionsFromFlags();
+  if (!options_or.ok()) return ReportError(err, options_or.status());
+  LocalJobOptions& options = *options_or;
   bool made_run_dir = false;
   StatusOr<std::string> run_dir = ChooseRunDir(run_dir_, dry_run_, &made_run_dir);
   if (!run_dir.ok()) return ReportError(err, run_dir.status());
@@ -155,7 +192,8 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
   if (dry_run_) {
     out << "# mirrored-launch local --dry-run: " << plan->workers() << " worker(s)"
         << (evaluator_ ? " + evaluator" : "") << ", run directory " << options.run_dir
-        << ", coordination service at " << plan->coordinator_address()
+        << (plan->runs_mirrored_worker() ? ", coordination service at " : ", worker:0 (and MASTER_PORT) at ")
+        << plan->coordinator_address()
         << " (ports are picked again when the job starts)\n";
     return DryRun(plan->Tasks(0, env), options.run_dir, out, err);
   }
@@ -168,15 +206,22 @@ int LocalCommand::RunJob(const LocalJobPlan& plan, const std::string& run_dir, c
   if (!claim.ok()) return ReportError(err, claim.status());
   // The tasks meet over TLS with certificates of a CA made for this job
   // alone (docs/security.md).
-  auto task_env = no_tls_ ? StatusOr<std::vector<std::string>>(env) : WithLocalJobTls(run_dir, env);
+  // (A user's program meets through its own means: no CA for it.)
+  const bool user_program = !plan.runs_mirrored_worker();
+  auto task_env = no_tls_ || user_program ? StatusOr<std::vector<std::string>>(env) : WithLocalJobTls(run_dir, env);
   if (!task_env.ok()) return ReportError(err, task_env.status());
   err << "mirrored-launch: local job: " << plan.workers() << " worker(s)" << (evaluator_ ? " + evaluator" : "")
-      << ", run directory " << run_dir << ", coordination service at " << plan.coordinator_address() << "\n";
+      << ", run directory " << run_dir
+      << (user_program ? ", running " + plan.program_name() + ", worker:0 at "
+                       : ", coordination service at ")
+      << plan.coordinator_address() << "\n";
   SupervisedRunOptions run{.run_dir = run_dir,
                            .max_restarts = max_restarts_,
-                           .grace_period = GracePeriodOf(grace_period_sec_),
+                           .grace_period = DurationOfSeconds(grace_period_sec_),
                            .launcher_log = "launcher.log",
-                           .sees_checkpoints = true};
+                           .sees_checkpoints = true,
+                           .program_resumes_itself = user_program,
+                           .hang_timeout = DurationOfSeconds(hang_timeout_sec_)};
   return RunSupervised(run, [&](int generation) { return plan.Tasks(generation, *task_env); });
 }
 

@@ -1,7 +1,8 @@
 // `mirrored-launch local`: a whole job on this host. Reserves loopback ports
 // without races, writes each task's TF_CONFIG, starts one mirrored-worker per
-// worker (and the evaluator), supervises them and restarts the job from the
-// latest checkpoint while --max-restarts allows.
+// worker (and the evaluator), or the user's own program after `--`,
+// supervises them and restarts the job from the latest checkpoint while
+// --max-restarts allows.
 //
 //   LocalCommand local;
 //   local.Register(app);
@@ -30,7 +31,9 @@ class LocalCommand {
  private:
   // The flags' values in range: InvalidArgument naming the flag.
   Status CheckFlags() const;
-  LocalJobOptions OptionsFromFlags() const;
+  // What the tasks run (the program after `--`, --evaluator-command) with
+  // the other flags, as the job plan takes them.
+  StatusOr<LocalJobOptions> OptionsFromFlags() const;
   // Claims the run directory and runs the planned job generation after
   // generation: the exit code.
   int RunJob(const LocalJobPlan& plan, const std::string& run_dir, const std::vector<std::string>& env,
@@ -50,8 +53,10 @@ class LocalCommand {
   double grace_period_sec_ = kDefaultGracePeriodSec;
   bool dry_run_ = false;
   bool no_tls_ = false;       // --no-tls: the coordination service in plaintext
+  double hang_timeout_sec_ = 0;  // --hang-timeout: 0 is off
+  std::string evaluator_command_;  // --evaluator-command: "" runs the program after `--`
   std::string worker_binary_;
-  std::vector<std::string> worker_args_;
+  std::vector<std::string> worker_args_;  // after `--`: the program and its arguments, or mirrored-worker's flags
 };
 
 }  // namespace mirrored

@@ -90,10 +90,12 @@ int RunSupervised(const SupervisedRunOptions& options, const JobRunner::TaskFact
     }
   } close_log{launcher_log};
   JobSupervisor supervisor(&console, {.grace_period = options.grace_period,
-                                      .evaluator_restarts = options.max_restarts});
+                                      .evaluator_restarts = options.max_restarts,
+                                      .hang_timeout = options.hang_timeout});
   StopSignalScope signals(&supervisor);
   JobRunnerOptions runner_options{.max_restarts = options.max_restarts};
-  if (options.sees_checkpoints) {
+  runner_options.program_resumes_itself = options.program_resumes_itself;
+  if (options.sees_checkpoints && !options.program_resumes_itself) {
     runner_options.resume_point = [run_dir = options.run_dir] { return LatestCheckpointName(run_dir); };
   }
   JobRunner runner(&supervisor, &report, runner_options);
@@ -127,22 +129,23 @@ Status CheckSupervisionFlags(int max_restarts, double grace_period_sec) {
   return OkStatus();
 }
 
-std::chrono::milliseconds GracePeriodOf(double grace_period_sec) {
+Status CheckHangTimeout(double hang_timeout_sec) {
+  const double max_sec = std::chrono::duration<double>(kMaxHangTimeout).count();
+  if (!(hang_timeout_sec >= 0) || hang_timeout_sec > max_sec) {
+    std::ostringstream message;
+    message << "--hang-timeout " << hang_timeout_sec << " must be 0 (off) to " << max_sec << " seconds";
+    return InvalidArgumentError(message.str());
+  }
+  return OkStatus();
+}
+
+std::chrono::milliseconds DurationOfSeconds(double grace_period_sec) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(grace_period_sec));
 }
 
 int ReportError(std::ostream& err, const Status& status) {
   err << "mirrored-launch: error: " << status.message() << "\n";
   return ExitCodeFor(status);
-}
-
-std::string ResolveWorkerBinary(const std::string& flag_value) {
-  if (!flag_value.empty()) return flag_value;
-  if (const char* env = std::getenv("MIRRORED_WORKER_BINARY"); env != nullptr && *env != '\0') return env;
-  std::error_code ec;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "mirrored-worker";
-  return (self.parent_path() / "mirrored-worker").string();
 }
 
 Status CheckWorkerArgs(const std::vector<std::string>& worker_args, const std::string& subcommand,

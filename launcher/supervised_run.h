@@ -20,6 +20,8 @@ namespace mirrored {
 
 // --grace-period's range (seconds between SIGTERM and SIGKILL).
 inline constexpr std::chrono::hours kMaxGracePeriod{24};
+// --hang-timeout's range (seconds; 0 is off).
+inline constexpr std::chrono::hours kMaxHangTimeout{24 * 7};
 
 struct SupervisedRunOptions {
   std::string run_dir;                 // logs go to RUN_DIR/logs/<task>.log
@@ -32,6 +34,10 @@ struct SupervisedRunOptions {
   // RUN_DIR holds the chief's checkpoints on this host (`local`; the
   // chief's host of a `cluster`): a restart says which one it resumes from.
   bool sees_checkpoints = false;
+  // The tasks run the user's own program, which resumes from checkpoints of
+  // its own (BackupAndRestore, torch.save): a restart says so.
+  bool program_resumes_itself = false;
+  std::chrono::milliseconds hang_timeout{0};  // --hang-timeout (SupervisorOptions); 0: off
 };
 
 int RunSupervised(const SupervisedRunOptions& options, const JobRunner::TaskFactory& tasks);
@@ -39,18 +45,16 @@ int RunSupervised(const SupervisedRunOptions& options, const JobRunner::TaskFact
 // --max-restarts is not negative and --grace-period (seconds) is 0 to
 // kMaxGracePeriod. InvalidArgument naming the flag and its value.
 Status CheckSupervisionFlags(int max_restarts, double grace_period_sec);
-// --grace-period's seconds as the supervisor takes them (whole milliseconds).
-std::chrono::milliseconds GracePeriodOf(double grace_period_sec);
+// --hang-timeout is 0 (off) to kMaxHangTimeout: InvalidArgument naming it.
+Status CheckHangTimeout(double hang_timeout_sec);
+// A seconds flag (--grace-period, --hang-timeout) as the supervisor takes it (whole milliseconds).
+std::chrono::milliseconds DurationOfSeconds(double grace_period_sec);
 // --grace-period's default, in the flag's seconds.
 inline constexpr double kDefaultGracePeriodSec = std::chrono::duration<double>(kDefaultGracePeriod).count();
 
 // Prints "mirrored-launch: error: <message>" on `err`; returns the exit
 // code for `status` (ExitCodeFor).
 int ReportError(std::ostream& err, const Status& status);
-
-// The mirrored-worker to start: --worker-binary if given, else
-// $MIRRORED_WORKER_BINARY, else the mirrored-worker beside this executable.
-std::string ResolveWorkerBinary(const std::string& flag_value);
 
 // The arguments after `--` must not set what the launcher sets for each task
 // itself: --run-dir (always), --cpu-replicas (when the launcher's own is

@@ -118,6 +118,31 @@ std::optional<int> ClusterSpec::LocalIndexAtHostOf(const TaskId& task) const {
   return std::nullopt;
 }
 
+namespace {
+
+// The hosts of `tasks` as machine keys, in the order of their first task.
+std::vector<std::string> HostsInOrder(const ClusterSpec& spec, const std::vector<TaskId>& tasks) {
+  std::vector<std::string> hosts;
+  for (const TaskId& t : tasks) {
+    const std::string key = MachineKey(spec.AddressOf(t)->host);
+    if (std::find(hosts.begin(), hosts.end(), key) == hosts.end()) hosts.push_back(key);
+  }
+  return hosts;
+}
+
+}  // namespace
+
+std::optional<int> ClusterSpec::TrainingHostIndexOf(const TaskId& task) const {
+  if (!RankOf(task)) return std::nullopt;
+  const std::vector<std::string> hosts = HostsInOrder(*this, TrainingTasks());
+  const auto it = std::find(hosts.begin(), hosts.end(), MachineKey(AddressOf(task)->host));
+  return static_cast<int>(it - hosts.begin());
+}
+
+int ClusterSpec::NumTrainingHosts() const {
+  return static_cast<int>(HostsInOrder(*this, TrainingTasks()).size());
+}
+
 std::optional<int> ClusterSpec::RankOf(const TaskId& task) const {
   if (!Contains(task)) return std::nullopt;
   if (task.type == kChiefJob) return task.index;

@@ -70,6 +70,11 @@ class ClusterSpec {
   // `task`'s position (from 0, in rank order) among those tasks; nullopt
   // for a task that does not train or is not in the spec.
   std::optional<int> LocalIndexAtHostOf(const TaskId& task) const;
+  // The hosts training tasks are listed at (matched as above), numbered in
+  // the order of their first training task: `task`'s host's number
+  // (torch.distributed's "group rank"; nullopt as above), and how many.
+  std::optional<int> TrainingHostIndexOf(const TaskId& task) const;
+  int NumTrainingHosts() const;
 
  private:
   explicit ClusterSpec(JobMap jobs) : jobs_(std::move(jobs)) {}

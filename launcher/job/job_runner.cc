@@ -110,7 +110,10 @@ std::chrono::milliseconds JobRunner::RestartPause(int generation) const {
 std::optional<int> JobRunner::PauseBeforeRestart(int generation) {
   const std::chrono::milliseconds pause = RestartPause(generation);
   std::string from = "the latest checkpoint";
-  if (options_.resume_point) {
+  if (options_.program_resumes_itself) {
+    from = "the program's own checkpoints (it resumes itself: TORCHELASTIC_RESTART_COUNT=" +
+           std::to_string(generation + 1) + ", MIRRORED_GENERATION=" + std::to_string(generation + 1) + ")";
+  } else if (options_.resume_point) {
     const std::string point = options_.resume_point();
     from = point.empty() ? "the start (no checkpoint yet)" : point;
   }

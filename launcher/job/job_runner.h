@@ -40,6 +40,9 @@ struct JobRunnerOptions {
   // host cannot see the chief's checkpoints (another host of a cluster):
   // the line then says "the latest checkpoint".
   std::function<std::string()> resume_point = nullptr;
+  // The tasks run the user's own program, which resumes from checkpoints
+  // of its own: the restart line says so (and resume_point is not asked).
+  bool program_resumes_itself = false;
 };
 
 class JobRunner {

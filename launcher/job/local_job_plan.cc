@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <random>
 #include <regex>
 
@@ -30,7 +31,8 @@ bool IsLauncherSetKey(const std::string& entry) {
   return HasKey(entry, "TF_CONFIG") || HasKey(entry, "CUDA_VISIBLE_DEVICES") ||
          HasKey(entry, kJobTokenVariable) || HasKey(entry, kGenerationVariable) ||
          HasKey(entry, kTrainingEndedVariable) || HasKey(entry, "OMP_NUM_THREADS") ||
-         HasKey(entry, kLivenessFdVariable) || HasKey(entry, kWholeJobSignalledVariable);
+         HasKey(entry, kLivenessFdVariable) || HasKey(entry, kWholeJobSignalledVariable) ||
+         IsUserProgramVariable(entry);
 }
 
 std::string Join(const std::vector<std::string>& parts, const char* sep) {
@@ -182,7 +184,8 @@ StatusOr<LocalJobPlan> PlanLocalJob(const LocalJobOptions& options) {
     return InvalidArgumentError("--cpu-replicas " + std::to_string(*options.cpu_replicas) +
                                 " must be at least 1");
   }
-  MIRRORED_RETURN_IF_ERROR(CheckWorkerBinary(options.worker_binary));
+  if (options.program.argv.empty()) return InvalidArgumentError("no program to run");
+  if (options.program.is_mirrored_worker) MIRRORED_RETURN_IF_ERROR(CheckWorkerBinary(options.program.argv.front()));
 
   MIRRORED_ASSIGN_OR_RETURN(const GpuSplit split, SplitGpus(options));
 
@@ -204,49 +207,63 @@ StatusOr<LocalJobPlan> PlanLocalJob(const LocalJobOptions& options) {
   return plan;
 }
 
-std::vector<TaskLaunch> LocalJobPlan::Tasks(int generation,
-                                            const std::vector<std::string>& base_env) const {
+TaskLaunch LocalJobPlan::MakeTask(const TaskId& task, const std::vector<std::string>& gpus, int generation,
+                                  const std::vector<std::string>& inherited) const {
+  TaskLaunch t;
+  t.name = task.ToString();
+  t.is_training = task.type != kEvaluatorJob;
+  const TaskProgram& program =
+      !t.is_training && options_.evaluator_program ? *options_.evaluator_program : options_.program;
+  // Written as the cluster command writes it: a program that reads
+  // TF_CONFIG itself sees one shape under either (TensorFlow's own).
+  ClusterConfig config;
+  config.cluster = cluster_;
+  config.task = task;
+  t.env = inherited;
+  t.env.push_back("TF_CONFIG=" + config.ToTfConfigJson());
+  if (program.is_mirrored_worker) t.env.push_back("MIRRORED_JOB_TOKEN=" + job_token_);
+  t.env.push_back(std::string(kGenerationVariable) + "=" + std::to_string(generation));
+  t.env.push_back(std::string(kWholeJobSignalledVariable) + "=1");
+  if (!options_.omp_num_threads.empty()) t.env.push_back("OMP_NUM_THREADS=" + options_.omp_num_threads);
+  t.argv = program.argv;
+  if (program.is_mirrored_worker) {
+    t.argv.insert(t.argv.end(), {"--run-dir", options_.run_dir});
+  } else {
+    AddUserProgramEnvironment(task, generation, t);
+  }
+  // No GPU for this task: hide every device so it runs on the CPU.
+  t.env.push_back("CUDA_VISIBLE_DEVICES=" + Join(gpus, ","));
+  if (gpus.empty() && options_.cpu_replicas && program.is_mirrored_worker) {
+    t.argv.insert(t.argv.end(), {"--cpu-replicas", std::to_string(*options_.cpu_replicas)});
+  }
+  t.log_path = options_.run_dir + "/logs/" + t.name + ".log";
+  return t;
+}
+
+void LocalJobPlan::AddUserProgramEnvironment(const TaskId& task, int generation, TaskLaunch& t) const {
+  t.reports_liveness = false;  // only mirrored-worker writes signs of life
+  t.env.push_back(std::string(kRunDirVariable) + "=" + options_.run_dir);
+  if (std::optional<TorchWorld> world = TorchWorldOf(cluster_, task)) {
+    t.error_file = options_.run_dir + "/logs/" + t.name + ".error.json";
+    const std::string run_id = std::filesystem::path(options_.run_dir).filename().string();
+    for (std::string& e : TorchDistributedEnvironment(*world, generation, options_.max_restarts, run_id, t.error_file))
+      t.env.push_back(std::move(e));
+  }
+}
+
+std::vector<TaskLaunch> LocalJobPlan::Tasks(int generation, const std::vector<std::string>& base_env) const {
   std::vector<std::string> inherited;
   for (const auto& e : base_env)
     if (!IsLauncherSetKey(e)) inherited.push_back(e);
-
-  auto make = [&](const std::string& type, int index, const std::vector<std::string>* gpus) {
-    TaskLaunch t;
-    t.name = type + ":" + std::to_string(index);
-    t.is_training = type != kEvaluatorJob;
-    // Written as the cluster command writes it: a program that reads
-    // TF_CONFIG itself sees one shape under either (TensorFlow's own).
-    ClusterConfig config;
-    config.cluster = cluster_;
-    config.task = TaskId{type, index};
-    t.env = inherited;
-    t.env.push_back("TF_CONFIG=" + config.ToTfConfigJson());
-    t.env.push_back("MIRRORED_JOB_TOKEN=" + job_token_);
-    t.env.push_back(std::string(kGenerationVariable) + "=" + std::to_string(generation));
-    t.env.push_back(std::string(kWholeJobSignalledVariable) + "=1");
-    if (!options_.omp_num_threads.empty()) t.env.push_back("OMP_NUM_THREADS=" + options_.omp_num_threads);
-    t.argv = {options_.worker_binary};
-    t.argv.insert(t.argv.end(), options_.worker_args.begin(), options_.worker_args.end());
-    t.argv.insert(t.argv.end(), {"--run-dir", options_.run_dir});
-    if (gpus != nullptr && !gpus->empty()) {
-      t.env.push_back("CUDA_VISIBLE_DEVICES=" + Join(*gpus, ","));
-    } else {
-      // No GPU for this task: hide every device so it runs its CPU replicas.
-      t.env.push_back("CUDA_VISIBLE_DEVICES=");
-      if (options_.cpu_replicas) {
-        t.argv.insert(t.argv.end(), {"--cpu-replicas", std::to_string(*options_.cpu_replicas)});
-      }
-    }
-    t.log_path = options_.run_dir + "/logs/" + t.name + ".log";
-    return t;
-  };
   std::vector<TaskLaunch> tasks;
-  for (int i = 0; i < workers(); ++i) tasks.push_back(make(std::string(kWorkerJob), i, &gpus_[i]));
+  for (int i = 0; i < workers(); ++i) {
+    tasks.push_back(MakeTask(TaskId{std::string(kWorkerJob), i}, gpus_[i], generation, inherited));
+  }
   if (options_.evaluator) {
     // The evaluator is not part of the training cluster (TF's rule); it gets
     // the GPUs of no worker: its own (--evaluator-gpus), else none, so that
     // it evaluates on the CPU.
-    tasks.push_back(make(std::string(kEvaluatorJob), 0, &evaluator_gpus_));
+    tasks.push_back(MakeTask(TaskId{std::string(kEvaluatorJob), 0}, evaluator_gpus_, generation, inherited));
   }
   return tasks;
 }

@@ -15,6 +15,7 @@
 #include "common/cluster/cluster_spec.h"
 #include "common/status.h"
 #include "launcher/job/port_reservation.h"
+#include "launcher/job/task_program.h"
 #include "launcher/process/job_supervisor.h"
 
 namespace mirrored {
@@ -28,8 +29,12 @@ struct LocalJobOptions {
   // workers' (default none: it never takes a training GPU by surprise).
   std::optional<int> evaluator_gpus;
   std::string run_dir;                  // required
-  std::string worker_binary;            // required: path of mirrored-worker
-  std::vector<std::string> worker_args; // after `--`
+  // What every task runs (required): mirrored-worker and its flags, or the
+  // user's own program (ChooseTaskProgram).
+  TaskProgram program;
+  // What the evaluator runs instead (--evaluator-command); unset: `program`.
+  std::optional<TaskProgram> evaluator_program;
+  int max_restarts = 0;                 // told to a user's program (TORCHELASTIC_MAX_RESTARTS)
   std::vector<std::string> visible_gpus;  // device ids this launcher may hand out
   // OMP_NUM_THREADS for every task: the cores each may compute with (the
   // user's own value, or the launcher's share; "": not set).
@@ -41,16 +46,28 @@ class LocalJobPlan {
   // The tasks of one generation. `base_env` is the launcher's environment
   // ("KEY=VALUE"); each task gets it minus TF_CONFIG / CUDA_VISIBLE_DEVICES /
   // MIRRORED_JOB_TOKEN / MIRRORED_GENERATION / OMP_NUM_THREADS, plus its own
-  // values of those.
+  // values of those. A user's program gets MIRRORED_RUN_DIR instead of
+  // --run-dir and no token; its training tasks the torch.distributed
+  // variables (TorchDistributedEnvironment: rank i, master worker:0).
   std::vector<TaskLaunch> Tasks(int generation, const std::vector<std::string>& base_env) const;
 
   const std::string& job_token() const { return job_token_; }
   // worker:0's address, where the coordination service listens.
   std::string coordinator_address() const { return cluster_.CoordinatorAddress().ToString(); }
   int workers() const { return cluster_.NumTasks(std::string(kWorkerJob)); }
+  // The training tasks run mirrored-worker (not a user's program).
+  bool runs_mirrored_worker() const { return options_.program.is_mirrored_worker; }
+  // The training tasks' program, as its path.
+  const std::string& program_name() const { return options_.program.argv.front(); }
 
  private:
   friend StatusOr<LocalJobPlan> PlanLocalJob(const LocalJobOptions& options);
+  // One task of a generation: `inherited` is the launcher's environment
+  // without what the launcher sets.
+  TaskLaunch MakeTask(const TaskId& task, const std::vector<std::string>& gpus, int generation,
+                      const std::vector<std::string>& inherited) const;
+  // What a user's program gets instead of mirrored-worker's flags.
+  void AddUserProgramEnvironment(const TaskId& task, int generation, TaskLaunch& t) const;
   LocalJobOptions options_;
   std::vector<PortReservation> ports_;          // held for the job's lifetime
   ClusterSpec cluster_;                         // the workers at their ports: every task's TF_CONFIG cluster

@@ -23,8 +23,7 @@ LocalJobOptions Options() {
   LocalJobOptions o;
   o.workers = 2;
   o.run_dir = "/tmp/run";
-  o.worker_binary = "/bin/true";
-  o.worker_args = {"--model", "mlp"};
+  o.program = {.argv = {"/bin/true", "--model", "mlp"}, .is_mirrored_worker = true};
   return o;
 }
 
@@ -155,7 +154,7 @@ TEST(LocalJobPlanTest, InvalidOptionsNameTheFlag) {
   o.cpu_replicas = 0;
   EXPECT_EQ(PlanLocalJob(o).status().message(), "--cpu-replicas 0 must be at least 1");
   o = Options();
-  o.worker_binary = "/nonexistent/mirrored-worker";
+  o.program.argv = {"/nonexistent/mirrored-worker"};
   auto missing = PlanLocalJob(o);
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(ExitCodeFor(missing.status()), 2);
@@ -164,11 +163,11 @@ TEST(LocalJobPlanTest, InvalidOptionsNameTheFlag) {
             "--worker-binary PATH)");
   char path[] = "/tmp/mirrored-not-exec-XXXXXX";
   close(mkstemp(path));  // mode 0600: not executable
-  o.worker_binary = path;
+  o.program.argv = {path};
   EXPECT_EQ(PlanLocalJob(o).status().message(),
             "worker binary " + std::string(path) + " is not executable");
   unlink(path);
-  o.worker_binary = "/tmp";  // said "is not executable"
+  o.program.argv = {"/tmp"};  // said "is not executable"
   EXPECT_EQ(PlanLocalJob(o).status().message(),
             "worker binary /tmp is a directory, not a program (pass --worker-binary PATH/mirrored-worker)");
 }
@@ -306,6 +305,56 @@ TEST(LocalJobPlanTest, VisibleGpusFollowCudaVisibleDevices) {
   EXPECT_EQ(VisibleGpus({"CUDA_VISIBLE_DEVICES=2,5"}), (std::vector<std::string>{"2", "5"}));
   EXPECT_TRUE(VisibleGpus({"CUDA_VISIBLE_DEVICES="}).empty());
   EXPECT_TRUE(VisibleGpus({"CUDA_VISIBLE_DEVICES=-1"}).empty());
+}
+
+}  // namespace
+}  // namespace mirrored
+
+namespace mirrored {
+namespace {
+
+// A user's program after `--`: its arguments as given (no --run-dir, no
+// --cpu-replicas), MIRRORED_RUN_DIR, no job token, and torch.distributed's
+// variables for the training tasks (worker:0 is rank 0 and the master).
+TEST(LocalJobPlanUserProgramTest, TasksGetTorchrunsVariablesAndTheirArgumentsAsGiven) {
+  LocalJobOptions o;
+  o.workers = 2;
+  o.run_dir = "/tmp/run-7";
+  o.evaluator = true;
+  o.cpu_replicas = 2;
+  o.max_restarts = 4;
+  o.program = {.argv = {"/usr/bin/python3", "train.py", "--epochs", "3"}, .is_mirrored_worker = false};
+  o.evaluator_program = TaskProgram{.argv = {"/usr/bin/python3", "eval.py"}, .is_mirrored_worker = false};
+  auto plan = PlanLocalJob(o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->runs_mirrored_worker());
+  auto tasks = plan->Tasks(1, {"PATH=/bin", "RANK=9", "MASTER_PORT=1", "MIRRORED_RUN_DIR=/elsewhere"});
+  ASSERT_EQ(tasks.size(), 3u);
+  const std::string master_port = plan->coordinator_address().substr(plan->coordinator_address().find(':') + 1);
+  for (int i = 0; i < 2; ++i) {
+    const TaskLaunch& t = tasks[i];
+    EXPECT_EQ(t.argv, (std::vector<std::string>{"/usr/bin/python3", "train.py", "--epochs", "3"}));
+    EXPECT_FALSE(t.reports_liveness);
+    EXPECT_EQ(t.error_file, "/tmp/run-7/logs/worker:" + std::to_string(i) + ".error.json");
+    EXPECT_EQ(EnvValue(t, "RANK"), std::to_string(i));
+    EXPECT_EQ(EnvValue(t, "LOCAL_RANK"), std::to_string(i));
+    EXPECT_EQ(EnvValue(t, "WORLD_SIZE"), "2");
+    EXPECT_EQ(EnvValue(t, "MASTER_ADDR"), "127.0.0.1");
+    EXPECT_EQ(EnvValue(t, "MASTER_PORT"), master_port);
+    EXPECT_EQ(EnvValue(t, "TORCHELASTIC_RESTART_COUNT"), "1");
+    EXPECT_EQ(EnvValue(t, "TORCHELASTIC_MAX_RESTARTS"), "4");
+    EXPECT_EQ(EnvValue(t, "TORCHELASTIC_ERROR_FILE"), t.error_file);
+    EXPECT_EQ(EnvValue(t, "MIRRORED_RUN_DIR"), "/tmp/run-7");
+    EXPECT_EQ(EnvValue(t, "MIRRORED_JOB_TOKEN"), "<unset>");
+    EXPECT_EQ(std::count_if(t.env.begin(), t.env.end(), [](const std::string& e) { return e.rfind("RANK=", 0) == 0; }),
+              1);
+  }
+  const TaskLaunch& evaluator = tasks[2];
+  EXPECT_EQ(evaluator.argv, (std::vector<std::string>{"/usr/bin/python3", "eval.py"}));
+  EXPECT_EQ(EnvValue(evaluator, "RANK"), "<unset>");  // not in the training world; the inherited one is gone
+  EXPECT_EQ(EnvValue(evaluator, "MIRRORED_RUN_DIR"), "/tmp/run-7");
+  EXPECT_EQ(nlohmann::json::parse(EnvValue(evaluator, "TF_CONFIG"))["task"]["type"], "evaluator");
+  EXPECT_TRUE(evaluator.error_file.empty());
 }
 
 }  // namespace
