@@ -58,6 +58,37 @@ bool IsBlank(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); });
 }
 
+// What Python's int() makes of a str, as TensorFlow applies it to
+// task.index: blanks (space, \t, \n, \r, \f, \v) around, an optional
+// sign, ASCII digits with single underscores between them ("1_0" is 10, as
+// in Python). nullopt where int()
+// raises, and for the Unicode digits and spaces int() would also take. A
+// magnitude past kMaxTaskIndex comes back as kMaxTaskIndex + 1, so no text
+// overflows and the caller can name the limit.
+std::optional<long long> IntOfIndexText(std::string_view text) {
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
+  while (!text.empty() && blank(text.front())) text.remove_prefix(1);
+  while (!text.empty() && blank(text.back())) text.remove_suffix(1);
+  bool negative = false;
+  if (!text.empty() && (text.front() == '+' || text.front() == '-')) {
+    negative = text.front() == '-';
+    text.remove_prefix(1);
+  }
+  if (text.empty() || text.front() == '_' || text.back() == '_') return std::nullopt;
+  long long value = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '_') {
+      if (text[i - 1] == '_') return std::nullopt;  // i > 0: text does not start with '_'
+    } else if (c >= '0' && c <= '9') {
+      value = std::min(value * 10 + (c - '0'), kMaxTaskIndex + 1);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return negative ? -value : value;
+}
+
 StatusOr<ClusterSpec::JobMap> ParseCluster(const json& cluster) {
   if (!cluster.is_object()) {
     return InvalidArgumentError("cluster must be an object of job name -> list of \"host:port\", got " +
@@ -86,6 +117,33 @@ StatusOr<ClusterSpec::JobMap> ParseCluster(const json& cluster) {
     }
   }
   return jobs;
+}
+
+// task.index as TensorFlow's int(task["index"]): an integer, also written
+// 1.0 or as a string IntOfIndexText takes ("1", " +1 "). A fraction is
+// refused, not truncated as int(1.5) would; so are true and false.
+StatusOr<int> ParseTaskIndex(const json& index) {
+  constexpr long long kPastLimit = kMaxTaskIndex + 1;
+  std::optional<long long> value;
+  if (index.is_number_unsigned()) {
+    value = static_cast<long long>(std::min<uint64_t>(index.get<uint64_t>(), kPastLimit));
+  } else if (index.is_number_integer()) {
+    value = index.get<long long>();
+  } else if (index.is_number_float()) {
+    const double d = index.get<double>();
+    if (std::isfinite(d) && d == std::floor(d)) {
+      value = static_cast<long long>(std::clamp(d, -static_cast<double>(kPastLimit), static_cast<double>(kPastLimit)));
+    }
+  } else if (index.is_string()) {
+    value = IntOfIndexText(index.get_ref<const std::string&>());
+  }
+  const std::string shown = index.is_string() ? Describe(index) : index.dump();
+  if (!value || *value < 0) return InvalidArgumentError("task.index " + shown + " must be a non-negative integer");
+  if (*value > kMaxTaskIndex) {
+    return InvalidArgumentError("task.index " + shown + " is above the limit of " + std::to_string(kMaxTaskIndex) +
+                                " (a job has at most that many tasks of a type)");
+  }
+  return static_cast<int>(*value);
 }
 
 StatusOr<TaskId> ParseTask(const json& task, bool has_cluster, std::vector<std::string>* warnings) {
@@ -124,34 +182,7 @@ StatusOr<TaskId> ParseTask(const json& task, bool has_cluster, std::vector<std::
                                 id.type + "\", \"index\": 0}");
   }
   if (task.contains("index")) {
-    // As TensorFlow's int(task["index"]): an integer, also written 1.0 or
-    // "1" (some tools write it so); a fraction is refused, not truncated.
-    const json& index = task.at("index");
-    std::optional<long long> value;
-    if (index.is_number_integer()) {
-      value = index.get<long long>();
-    } else if (index.is_number_float() && std::isfinite(index.get<double>()) &&
-               index.get<double>() == std::floor(index.get<double>()) && std::abs(index.get<double>()) <= 1e9) {
-      value = static_cast<long long>(index.get<double>());
-    } else if (index.is_string()) {
-      const std::string& text = index.get_ref<const std::string&>();
-      const size_t begin = text.find_first_not_of(" \t");
-      const size_t end = text.find_last_not_of(" \t");
-      const std::string digits = begin == std::string::npos ? "" : text.substr(begin, end - begin + 1);
-      // By value as unsigned char: a byte of UTF-8 is a negative char, and
-      // ::isdigit of a negative value other than EOF is undefined.
-      auto digit = [](unsigned char c) { return c >= '0' && c <= '9'; };
-      if (!digits.empty() && digits.size() <= 9 && std::all_of(digits.begin(), digits.end(), digit)) {
-        value = std::stoll(digits);
-      }
-    }
-    const std::string shown = index.is_string() ? Describe(index) : index.dump();
-    if (!value || *value < 0) return InvalidArgumentError("task.index " + shown + " must be a non-negative integer");
-    if (*value > kMaxTaskIndex) {
-      return InvalidArgumentError("task.index " + shown + " is above the limit of " + std::to_string(kMaxTaskIndex) +
-                                  " (a job has at most that many tasks of a type)");
-    }
-    id.index = static_cast<int>(*value);
+    MIRRORED_ASSIGN_OR_RETURN(id.index, ParseTaskIndex(task.at("index")));
   }
   for (const auto& [key, value] : task.items()) {
     if (key != "type" && key != "index") {

@@ -24,6 +24,12 @@
 //  - Any other job ("master") fails in MultiWorkerMirroredStrategy and here.
 //  - TF accepts a job given as {"<index>": "host:port"} (sparse); we want a
 //    list.
+//  - task.index is read as Python's int() reads it: an integer, 1.0, or a
+//    string with blanks around, an optional sign and digits ("+1", " 1 "),
+//    underscores between digits included ("1_0" is 10, as in Python). We
+//    refuse what int() also takes but no one means: Unicode digits and
+//    spaces, true/false (int(True) is 1) and a fraction (int(1.5) is 1,
+//    silently).
 //  - TF ignores rpc_layer's value until a server starts; we accept only
 //    "grpc".
 //  - A missing task, task.type or task.index with a cluster: TF's resolver
