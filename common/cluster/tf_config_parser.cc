@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -59,9 +60,9 @@ bool IsBlank(std::string_view s) {
 }
 
 // What Python's int() makes of a str, as TensorFlow applies it to
-// task.index: blanks (space, \t, \n, \r, \f, \v) around, an optional
-// sign, ASCII digits with single underscores between them ("1_0" is 10, as
-// in Python). nullopt where int()
+// task.index and to the keys of a job given as a map: blanks (space, \t, \n,
+// \r, \f, \v) around, an optional sign, ASCII digits with single
+// underscores between them ("1_0" is 10, as in Python). nullopt where int()
 // raises, and for the Unicode digits and spaces int() would also take. A
 // magnitude past kMaxTaskIndex comes back as kMaxTaskIndex + 1, so no text
 // overflows and the caller can name the limit.
@@ -89,32 +90,105 @@ std::optional<long long> IntOfIndexText(std::string_view text) {
   return negative ? -value : value;
 }
 
+StatusOr<HostPort> ParseAddress(const std::string& job, long long index, const json& value) {
+  const std::string field = "cluster." + job + "[" + std::to_string(index) + "]";
+  if (!value.is_string()) {
+    return InvalidArgumentError(field + " must be a \"host:port\" string, got " + Describe(value));
+  }
+  const std::string& text = value.get_ref<const std::string&>();
+  StatusOr<HostPort> address = HostPort::Parse(text);
+  if (!address.ok()) return InvalidArgumentError(field + " " + Quote(text) + ": " + address.status().message());
+  return address;
+}
+
+// The index a key of a job map names, as TensorFlow's int(key).
+StatusOr<long long> JobMapKeyIndex(const std::string& job, const std::string& key) {
+  const std::optional<long long> index = IntOfIndexText(key);
+  if (!index || *index < 0) {
+    return InvalidArgumentError("cluster." + job + ": key " + Quote(key) +
+                                " is not a task index (a job given as a map needs the keys 0..N-1)");
+  }
+  if (*index > kMaxTaskIndex) {
+    return InvalidArgumentError("cluster." + job + ": key " + Quote(key) + " is above the limit of " +
+                                std::to_string(kMaxTaskIndex) + " (a job has at most that many tasks of a type)");
+  }
+  return *index;
+}
+
+// "0, 2, 5", shortened in the middle past a dozen.
+std::string ListIndices(const std::map<long long, std::string>& keys) {
+  constexpr size_t kShown = 12;
+  std::string out;
+  size_t n = 0;
+  for (const auto& [index, key] : keys) {
+    ++n;
+    if (keys.size() > kShown && n == kShown) {
+      out += ", ...";
+      continue;
+    }
+    if (keys.size() > kShown && n > kShown && n < keys.size()) continue;
+    out += (out.empty() ? "" : ", ") + std::to_string(index);
+  }
+  return out;
+}
+
+// A job given as {"<index>": "host:port"} (TF's ClusterSpec takes a dict
+// job and reads each key with int()). TF also takes a sparse map; we need
+// the indices 0..N-1 exactly, in any order, because ranks and the chief
+// follow from them. Two keys naming one index ("1" and "01"), which TF
+// settles silently by keeping the later, are refused.
+StatusOr<std::vector<HostPort>> ParseJobMap(const std::string& job, const json& tasks) {
+  if (tasks.empty()) return InvalidArgumentError("cluster." + job + " is an empty map: give at least one address");
+  std::map<long long, std::string> keys;  // index -> the key as written
+  for (const auto& item : tasks.items()) {
+    MIRRORED_ASSIGN_OR_RETURN(const long long index, JobMapKeyIndex(job, item.key()));
+    auto [it, inserted] = keys.emplace(index, item.key());
+    if (!inserted) {
+      return InvalidArgumentError("cluster." + job + ": keys " + Quote(it->second) + " and " + Quote(item.key()) +
+                                  " both name task index " + std::to_string(index));
+    }
+  }
+  long long expected = 0;
+  for (const auto& entry : keys) {
+    if (entry.first != expected) {
+      return InvalidArgumentError("cluster." + job + ": task index " + std::to_string(expected) +
+                                  " is missing (TF_CONFIG gives " + ListIndices(keys) +
+                                  "; mirrored needs the indices 0..N-1)");
+    }
+    ++expected;
+  }
+  std::vector<HostPort> addresses;
+  for (const auto& [index, key] : keys) {
+    MIRRORED_ASSIGN_OR_RETURN(HostPort address, ParseAddress(job, index, tasks.at(key)));
+    addresses.push_back(std::move(address));
+  }
+  return addresses;
+}
+
+StatusOr<std::vector<HostPort>> ParseJob(const std::string& job, const json& tasks) {
+  if (tasks.is_object()) return ParseJobMap(job, tasks);
+  if (!tasks.is_array()) {
+    return InvalidArgumentError("cluster." + job +
+                                " must be a list of \"host:port\" strings (or a map of index to \"host:port\"), got " +
+                                Describe(tasks));
+  }
+  std::vector<HostPort> addresses;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    MIRRORED_ASSIGN_OR_RETURN(HostPort address, ParseAddress(job, static_cast<long long>(i), tasks[i]));
+    addresses.push_back(std::move(address));
+  }
+  return addresses;
+}
+
 StatusOr<ClusterSpec::JobMap> ParseCluster(const json& cluster) {
   if (!cluster.is_object()) {
     return InvalidArgumentError("cluster must be an object of job name -> list of \"host:port\", got " +
                                 Describe(cluster));
   }
   ClusterSpec::JobMap jobs;
-  for (const auto& [job, addresses] : cluster.items()) {
+  for (const auto& [job, tasks] : cluster.items()) {
     MIRRORED_RETURN_IF_ERROR(ClusterSpec::ValidateJobName(job));
-    if (!addresses.is_array()) {
-      return InvalidArgumentError("cluster." + job + " must be a list of \"host:port\" strings, got " +
-                                  Describe(addresses));
-    }
-    std::vector<HostPort>& parsed = jobs[job];
-    for (size_t i = 0; i < addresses.size(); ++i) {
-      const std::string field = "cluster." + job + "[" + std::to_string(i) + "]";
-      if (!addresses[i].is_string()) {
-        return InvalidArgumentError(field + " must be a \"host:port\" string, got " +
-                                    Describe(addresses[i]));
-      }
-      const std::string text = addresses[i].get<std::string>();
-      StatusOr<HostPort> address = HostPort::Parse(text);
-      if (!address.ok()) {
-        return InvalidArgumentError(field + " " + Quote(text) + ": " + address.status().message());
-      }
-      parsed.push_back(*address);
-    }
+    MIRRORED_ASSIGN_OR_RETURN(jobs[job], ParseJob(job, tasks));
   }
   return jobs;
 }

@@ -8,8 +8,10 @@
 //
 // Accepted: {"cluster": {job: ["host:port", ...]}, "task": {"type", "index"},
 // "rpc_layer": "grpc", "environment": "<any string>"}; other keys become
-// warnings. Every rejection is InvalidArgument (exit code 2) whose message
-// names the field and the value, e.g.
+// warnings. A job may also be a map of index to address, {"1": "h2:2222",
+// "0": "h1:2222"}, as TF's ClusterSpec takes it; it resolves to the list
+// ["h1:2222", "h2:2222"]. Every rejection is InvalidArgument (exit code 2)
+// whose message names the field and the value, e.g.
 //   task.index 3 is out of range: job "worker" has 2 tasks
 // and invalid JSON reports the line and column.
 //
@@ -22,14 +24,20 @@
 //    addresses at all (errors surface when a server starts or a peer is
 //    unreachable); we reject them up front.
 //  - Any other job ("master") fails in MultiWorkerMirroredStrategy and here.
-//  - TF accepts a job given as {"<index>": "host:port"} (sparse); we want a
-//    list.
-//  - task.index is read as Python's int() reads it: an integer, 1.0, or a
-//    string with blanks around, an optional sign and digits ("+1", " 1 "),
-//    underscores between digits included ("1_0" is 10, as in Python). We
-//    refuse what int() also takes but no one means: Unicode digits and
-//    spaces, true/false (int(True) is 1) and a fraction (int(1.5) is 1,
-//    silently).
+//  - A job given as a map: TF's ClusterSpec reads each key with int(), so
+//    "a" or "1.5" fails at once, but a sparse or negative set passes, and
+//    of two keys naming one index ("1", "01") the later silently wins; a
+//    gap fails only later, in multi_worker_util's task_id < len(job) check
+//    for a task past it. We take the map only when its keys are exactly
+//    0..N-1, in any order, and refuse a gap (naming the missing index), a
+//    key that is not an index ("a", "-1", "1.5", past kMaxTaskIndex) and
+//    two keys for one index.
+//  - task.index and map keys are read as Python's int() reads them: an
+//    integer, 1.0, or a string with blanks around, an optional sign and
+//    digits ("+1", " 1 "), underscores between digits included ("1_0" is
+//    10, as in Python). We refuse what int() also takes but no one means:
+//    Unicode digits and spaces, true/false (int(True) is 1) and a fraction
+//    (int(1.5) is 1, silently).
 //  - TF ignores rpc_layer's value until a server starts; we accept only
 //    "grpc".
 //  - A missing task, task.type or task.index with a cluster: TF's resolver
@@ -60,7 +68,8 @@ namespace mirrored {
 // A --tf-config file larger than this is refused unread (/dev/zero given by
 // mistake); 100 000 workers take about 2 MiB.
 inline constexpr size_t kMaxTfConfigBytes = size_t{16} << 20;
-// The largest task.index accepted, as a cap on what one job can name.
+// The largest task.index (or key of a job given as a map) accepted, as a
+// cap on what one job can name.
 inline constexpr long long kMaxTaskIndex = 1000000;
 
 // Parses one TF_CONFIG JSON document. A document without "cluster" (or

@@ -99,7 +99,9 @@ TEST_F(ParsersFuzzTest, TfConfig) {
              {R"({"cluster":{"worker":["h1:2222","h2:2222"]},"task":{"type":"worker","index":1}})",
               R"({"cluster":{"chief":["c:1"],"worker":["[::1]:2","10.0.0.1:3"],"evaluator":["e:4"]},)"
               R"("task":{"type":"evaluator","index":"0"},"rpc_layer":"grpc","environment":"cloud"})",
-              R"({"task":{"type":"chief","index":0.0}})"},
+              R"({"task":{"type":"chief","index":0.0}})",
+              R"({"cluster":{"worker":{"1":"h2:2222","0":"h1:2222"," 2":"h3:1"}},)"
+              R"("task":{"type":"worker","index":" +1"}})"},
              [](const std::string& s) { (void)ParseTfConfig(s, "fuzz"); });
 }
 

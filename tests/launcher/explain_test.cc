@@ -133,6 +133,26 @@ TEST(ExplainTest, ReadmeTfConfigFromEnvironmentPrintsTable) {
             "this process:         worker:1 (worker, rank 1) at h2:2222\n");
 }
 
+// A job given as a map of index to address (TF's ClusterSpec takes one)
+// resolves to, and prints as, the list it stands for.
+TEST(ExplainTest, DenseMapTfConfigPrintsAsTheList) {
+  RunResult r = RunLauncher(
+      {"explain"},
+      {{"TF_CONFIG", R"({"cluster":{"worker":{"1":"h2:2222","0":"h1:2222"}},"task":{"type":"worker","index":"+1"}})"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out,
+            "source: TF_CONFIG environment variable\n"
+            "tasks:  2 training tasks\n"
+            "\n"
+            "TASK      ROLE       RANK  ADDRESS  NOTES\n"
+            "worker:0  chief      0     h1:2222  coordination service\n"
+            "worker:1  worker     1     h2:2222  <- this process\n"
+            "\n"
+            "coordination service: worker:0 at h1:2222\n"
+            "this process:         worker:1 (worker, rank 1) at h2:2222\n");
+}
+
 TEST(ExplainTest, ChiefWorkersEvaluatorFromFileAsJson) {
   const std::filesystem::path path = std::filesystem::path(::testing::TempDir()) /
                                      ("explain_test_" + std::to_string(getpid()) + ".json");
@@ -224,6 +244,10 @@ TEST(ExplainTest, InvalidConfigurationsExitTwoWithTheFieldNamed) {
        "mirrored-launch: error: TF_CONFIG environment variable: cluster.ps: parameter-server "
        "training is not supported; mirrored runs synchronous data-parallel training with chief, "
        "worker and evaluator tasks only\n"},
+      {{"explain"},
+       {{"TF_CONFIG", R"({"cluster":{"worker":{"0":"h1:2222","2":"h3:2222"}},"task":{"type":"worker","index":0}})"}},
+       "mirrored-launch: error: TF_CONFIG environment variable: cluster.worker: task index 1 is missing "
+       "(TF_CONFIG gives 0, 2; mirrored needs the indices 0..N-1)\n"},
       {{"explain", "--tf-config", "/nonexistent/cluster.json"},
        {},
        "mirrored-launch: error: --tf-config \"/nonexistent/cluster.json\": no such file (a JSON value "
