@@ -27,6 +27,9 @@ inline constexpr char kTlsClientAuthVariable[] = "MIRRORED_TLS_CLIENT_AUTH";
 // Set to 1 (or true, yes, on): check that every task runs the same
 // collectives (StrategyOptions::check_collectives).
 inline constexpr char kCheckCollectivesVariable[] = "MIRRORED_CHECK_COLLECTIVES";
+// auto (default), shm or gloo: how the worker processes of a CPU job on
+// one host all-reduce (StrategyOptions::host_transport).
+inline constexpr char kHostTransportVariable[] = "MIRRORED_HOST_TRANSPORT";
 // "1" for the tasks of `mirrored-launch local` and of `cluster --from-slurm`
 // (srun): every task of the job gets a signal at once (none is interrupted
 // alone).

@@ -6,8 +6,11 @@
 // Rows compare, for n ranks:
 //   gloo/threads      n Gloo ranks as threads of one process (ring over loopback TCP)
 //   gloo/procs        n Gloo ranks as processes
+//   shm/procs         n processes through one shared-memory segment
+//                     (SharedMemoryProcessGroup: worker processes on one host)
 //   mirrored/threads  n replicas of one worker: shared-memory reduction
-//   mirrored/2procs   2 worker processes x n/2 replicas: shared memory, then Gloo
+//   mirrored/2procs   2 worker processes x n/2 replicas: in-process shared
+//                     memory, then the processes' shared-memory group
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/hash_store.h>
 #include <sys/wait.h>
@@ -26,6 +29,7 @@
 
 #include "worker/comm/cpu_replica_group.h"
 #include "worker/comm/gloo_process_group.h"
+#include "worker/comm/shared_memory_process_group.h"
 
 using namespace mirrored;
 using Clock = std::chrono::steady_clock;
@@ -118,8 +122,21 @@ Row RunThreads(bool mirrored_path, int n, size_t bytes) {
   return worst;
 }
 
-// `procs` processes with `local` replicas each (local == 1: plain Gloo).
-Row RunProcesses(int procs, int local, size_t bytes) {
+// A process's group: shared memory or Gloo.
+std::unique_ptr<ProcessGroup> ConnectGroup(gloo::rendezvous::Store& store, int rank, int size, bool shm) {
+  if (shm) {
+    auto pg = SharedMemoryProcessGroup::Connect(store, {.rank = rank, .size = size, .prefix = "s"});
+    if (!pg.ok()) _exit(1);
+    return std::move(pg).value();
+  }
+  auto pg = GlooProcessGroup::Connect(store, {.rank = rank, .size = size, .prefix = "b"});
+  if (!pg.ok()) _exit(1);
+  return std::move(pg).value();
+}
+
+// `procs` processes with `local` replicas each (local == 1: the process
+// group alone), meeting through shared memory (`shm`) or Gloo.
+Row RunProcesses(int procs, int local, size_t bytes, bool shm) {
   const size_t count = bytes / 4;
   auto dir = std::filesystem::temp_directory_path() / ("mirrored-bench-" + std::to_string(getpid()) + "-" +
                                                        std::to_string(bytes) + "-" + std::to_string(local));
@@ -132,17 +149,16 @@ Row RunProcesses(int procs, int local, size_t bytes) {
     if (pid == 0) {
       close(pipes[0]);
       gloo::rendezvous::FileStore store(dir.string());
-      auto pg = GlooProcessGroup::Connect(store, {.rank = p, .size = procs, .prefix = "b"});
-      if (!pg.ok()) _exit(1);
+      std::unique_ptr<ProcessGroup> pg = ConnectGroup(store, p, procs, shm);
       std::vector<int> layout(procs, local);
-      CpuReplicaGroup group({layout, p}, pg->get());
+      CpuReplicaGroup group({layout, p}, pg.get());
       std::vector<Row> rows(local);
       std::vector<std::thread> threads;
       for (int r = 0; r < local; ++r) {
         threads.emplace_back([&, r] {
           std::vector<float> buf(count);
           auto op = [&](float* d, size_t c) {
-            return local == 1 ? (*pg)->AllReduce(d, c, ReduceOp::kSum) : group.replica(r).AllReduce(d, c, ReduceOp::kSum);
+            return local == 1 ? pg->AllReduce(d, c, ReduceOp::kSum) : group.replica(r).AllReduce(d, c, ReduceOp::kSum);
           };
           rows[r] = TimeAllReduce(op, buf, p * local + r, procs * local, ItersFor(bytes));
         });
@@ -195,10 +211,12 @@ int main(int argc, char** argv) {
     Header("mirrored/threads", n, 1);
     for (size_t b : sizes) PrintRow(b, n, RunThreads(true, n, b));
     Header("gloo/procs", n, n);
-    for (size_t b : sizes) PrintRow(b, n, RunProcesses(n, 1, b));
+    for (size_t b : sizes) PrintRow(b, n, RunProcesses(n, 1, b, /*shm=*/false));
+    Header("shm/procs", n, n);
+    for (size_t b : sizes) PrintRow(b, n, RunProcesses(n, 1, b, /*shm=*/true));
     if (n % 2 == 0 && n > 2) {
       Header("mirrored/2procs", n, 2);
-      for (size_t b : sizes) PrintRow(b, n, RunProcesses(2, n / 2, b));
+      for (size_t b : sizes) PrintRow(b, n, RunProcesses(2, n / 2, b, /*shm=*/true));
     }
   }
   std::printf("# done\n");

@@ -191,7 +191,7 @@ class MirroredStrategy {
   MirroredStrategy() = default;
   // Create's work on this new strategy; `attempt` learns how far it got.
   // Its steps, in order: ChooseDevices, Register (with CheckSameDeviceKind
-  // and ConnectGloo) unless the task trains alone, CreateReplicaGroup.
+  // and ConnectProcesses) unless the task trains alone, CreateReplicaGroup.
   Status Join(const ClusterConfig& config, const StrategyOptions& options, JoinAttempt& attempt);
   // This task's replicas from options_.device (InvalidArgument: none usable).
   Status ChooseDevices();
@@ -208,8 +208,11 @@ class MirroredStrategy {
   // Registers; a deadline missed for a chief's address that does not
   // resolve says so.
   Status ConnectAgent(const ClusterConfig& config, const HostPort& chief_address);
-  // The Gloo group between tasks (CPU replicas of a job of several tasks).
-  Status ConnectGloo(const ClusterConfig& config, int process_rank);
+  // The group between tasks (CPU replicas of a job of several tasks):
+  // shared memory when they all run on this host, else Gloo
+  // (StrategyOptions::host_transport).
+  Status ConnectProcesses(const ClusterConfig& config, int process_rank);
+  StatusOr<std::unique_ptr<ProcessGroup>> ConnectHostTransport(const ClusterConfig& config, int process_rank);
   // Ranks and world size from `membership`, then the replicas' collectives:
   // none (one replica in all), NCCL (GPUs) or shared memory plus Gloo.
   Status CreateReplicaGroup(const Membership& membership);

@@ -18,6 +18,7 @@
 #include "worker/comm/checked_process_group.h"
 #include "worker/comm/cpu_replica_group.h"
 #include "worker/comm/gloo_process_group.h"
+#include "worker/comm/shared_memory_process_group.h"
 #include "worker/comm/solo_replica_group.h"
 #include "worker/coordination/coordination_agent.h"
 #include "worker/coordination/coordination_gloo_store.h"
@@ -101,7 +102,7 @@ Status MirroredStrategy::Join(const ClusterConfig& config, const StrategyOptions
   if (!config.is_single_local_task && config.NumTrainingTasks() > 0) {
     MIRRORED_ASSIGN_OR_RETURN(membership, Register(config, attempt));
     if (tasks_.size() > 1) MIRRORED_RETURN_IF_ERROR(CheckSameDeviceKind(tasks_));
-    if (tasks_.size() > 1 && !devices_.gpu) MIRRORED_RETURN_IF_ERROR(ConnectGloo(config, membership.process_rank));
+    if (tasks_.size() > 1 && !devices_.gpu) MIRRORED_RETURN_IF_ERROR(ConnectProcesses(config, membership.process_rank));
   }
   return CreateReplicaGroup(membership);
 }
@@ -228,36 +229,89 @@ Status MirroredStrategy::ConnectAgent(const ClusterConfig& config, const HostPor
   return connected;
 }
 
-Status MirroredStrategy::ConnectGloo(const ClusterConfig& config, int process_rank) {
+namespace {
+
+// Whether every training task runs on this host: TF_CONFIG lists them all
+// at this task's host, and each one's identity (boot, PID namespace, user:
+// SameHostIdentity) is this one's, as they publish it in the store.
+StatusOr<bool> AllTasksShareThisHost(const ClusterConfig& config, gloo::rendezvous::Store& store, int process_rank,
+                                     int processes) {
+  if (config.cluster.TrainingTasksAtHostOf(config.task) != processes) return false;
+  const std::string mine = SameHostIdentity();
+  try {
+    store.set("host/" + std::to_string(process_rank), std::vector<char>(mine.begin(), mine.end()));
+    for (int r = 0; r < processes; ++r) {
+      const std::vector<char> theirs = store.get("host/" + std::to_string(r));
+      if (std::string(theirs.begin(), theirs.end()) != mine) return false;
+    }
+  } catch (const std::exception& e) {
+    return DeadlineExceededError(std::string("comparing the tasks' hosts: ") + e.what());
+  }
+  return true;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ProcessGroup>> MirroredStrategy::ConnectHostTransport(const ClusterConfig& config,
+                                                                               int process_rank) {
+  const int processes = static_cast<int>(tasks_.size());
+  const auto transport = options_.host_transport;
+  bool one_host = false;
+  if (transport != StrategyOptions::HostTransport::kGloo) {
+    MIRRORED_ASSIGN_OR_RETURN(one_host, AllTasksShareThisHost(config, *store_, process_rank, processes));
+  }
+  if (one_host) {
+    MIRRORED_LOG(INFO) << "collectives between the " << processes << " tasks: shared memory (all on this host)";
+    auto shm = SharedMemoryProcessGroup::Connect(*store_, {.rank = process_rank,
+                                                           .size = processes,
+                                                           .prefix = "shm",
+                                                           .timeout = options_.collective_timeout});
+    if (!shm.ok()) return shm.status();
+    return std::unique_ptr<ProcessGroup>(std::move(shm).value());
+  }
+  if (transport == StrategyOptions::HostTransport::kSharedMemory) {
+    return InvalidArgumentError(std::string(kHostTransportVariable) +
+                                "=shm, but the tasks do not all run on this host (TF_CONFIG lists " +
+                                std::to_string(config.cluster.TrainingTasksAtHostOf(config.task)) + " of " +
+                                std::to_string(processes) +
+                                " here, or another's boot, PID namespace or user differs): unset it for Gloo");
+  }
   // Gloo binds an ephemeral port on this task's own address and meets its
   // peers through the coordination service's key-value store.
   const auto my_address = config.cluster.AddressOf(config.task);
   // A peer to route toward: the chief, or for the chief the next task.
   const TaskId peer = config.IsChief() ? config.cluster.TrainingTasks()[1] : config.cluster.ChiefTask();
   const std::string interface = GlooInterfaceAddress(my_address, *config.cluster.AddressOf(peer));
-  MIRRORED_LOG(INFO) << "collectives (Gloo) bind " << interface;
+  MIRRORED_LOG(INFO) << "collectives between the " << processes << " tasks: Gloo (TCP), bound to " << interface
+                     << (transport == StrategyOptions::HostTransport::kGloo ? " (" + std::string(kHostTransportVariable) + "=gloo)" : "");
+  auto gloo = GlooProcessGroup::Connect(*store_, {.rank = process_rank,
+                                                  .size = processes,
+                                                  .prefix = "mesh",
+                                                  .interface_address = interface,
+                                                  .timeout = options_.collective_timeout});
+  if (!gloo.ok()) return gloo.status();
+  return std::unique_ptr<ProcessGroup>(std::move(gloo).value());
+}
+
+Status MirroredStrategy::ConnectProcesses(const ClusterConfig& config, int process_rank) {
   store_ = std::make_unique<coordination::CoordinationGlooStore>(agent_.get(), "grads", options_.registration_timeout);
   // A peer failing now must not leave this task blocked in Gloo's connect
   // (its timeout does not cover it): OnJobError exits instead.
   SetBusy(true);
-  auto group = GlooProcessGroup::Connect(*store_, {.rank = process_rank,
-                                                   .size = static_cast<int>(tasks_.size()),
-                                                   .prefix = "mesh",
-                                                   .interface_address = interface,
-                                                   .timeout = options_.collective_timeout});
+  auto group = ConnectHostTransport(config, process_rank);
   SetBusy(false);
   if (!group.ok()) {
     if (Status e = job_error(); !e.ok()) return e;
     return group.status();
   }
-  std::unique_ptr<ProcessGroup> gloo = std::move(group).value();
+  std::unique_ptr<ProcessGroup> connected = std::move(group).value();
   std::shared_ptr<ProcessGroup> cross;
   if (options_.check_collectives) {
     MIRRORED_LOG(INFO) << kCheckCollectivesVariable << ": every collective is checked to be the same on every "
                           "task (one small all-reduce more each)";
-    cross = std::make_shared<CheckedProcessGroup>(std::move(gloo), tasks_);
+    cross = std::make_shared<CheckedProcessGroup>(std::move(connected), tasks_);
   } else {
-    cross = std::move(gloo);
+    cross = std::move(connected);
   }
   std::lock_guard<std::mutex> lock(mu_);
   process_group_ = std::move(cross);

@@ -21,6 +21,16 @@ StrategyOptions StrategyOptions::FromEnvironment() {
                             << " is neither on (1, true, yes, on) nor off (0, false, no, off): left off";
     }
   }
+  if (const char* transport = std::getenv(kHostTransportVariable); transport != nullptr && *transport != '\0') {
+    const std::string v(transport);
+    if (v == "shm") {
+      o.host_transport = HostTransport::kSharedMemory;
+    } else if (v == "gloo") {
+      o.host_transport = HostTransport::kGloo;
+    } else if (v != "auto") {
+      MIRRORED_LOG(WARNING) << kHostTransportVariable << "=" << v << " is none of auto, shm, gloo: auto";
+    }
+  }
   o.restarted = LauncherGeneration().value_or(0) > 0;
   return o;
 }

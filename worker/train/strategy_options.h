@@ -50,10 +50,18 @@ struct StrategyOptions {
   // each ran if not (CheckedProcessGroup); one small all-reduce more per
   // operation. CPU replicas; MIRRORED_CHECK_COLLECTIVES=1.
   bool check_collectives = false;
+  // How the worker processes of a CPU job meet for their collectives:
+  // kAuto takes shared memory when every task runs on this host (same boot,
+  // PID namespace and user), Gloo's TCP otherwise; kSharedMemory insists
+  // (an error when a task is elsewhere), kGloo always takes TCP.
+  // MIRRORED_HOST_TRANSPORT=auto|shm|gloo.
+  enum class HostTransport { kAuto, kSharedMemory, kGloo };
+  HostTransport host_transport = HostTransport::kAuto;
 
   // What mirrored-launch tells each task in its environment: the job token
   // (MIRRORED_JOB_TOKEN), its TLS files (MIRRORED_TLS_*) and whether the task was restarted
-  // (MIRRORED_GENERATION > 0), and MIRRORED_CHECK_COLLECTIVES. Start from
+  // (MIRRORED_GENERATION > 0), MIRRORED_CHECK_COLLECTIVES and
+  // MIRRORED_HOST_TRANSPORT. Start from
   // this in your own program.
   static StrategyOptions FromEnvironment();
 };

@@ -1,0 +1,282 @@
+#include "worker/comm/shared_memory_process_group.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include <gloo/rendezvous/store.h>
+
+namespace mirrored {
+
+// The segment: this header, then one slot per process, then the result area.
+struct SharedMemoryProcessGroup::Header {
+  uint64_t magic;
+  uint32_t size;
+  uint32_t unused;
+  uint64_t slot_floats;
+  alignas(64) std::atomic<uint32_t> arrived;
+  alignas(64) std::atomic<uint32_t> generation;  // the futex word: bumped by the last to arrive
+  alignas(64) std::atomic<uint32_t> aborted;
+};
+
+namespace {
+
+constexpr uint64_t kMagic = 0x6d69727273686d31;  // "mirrshm1"
+constexpr size_t kAlignment = 64;
+// A waiter spins this many times before it sleeps on the futex: a peer
+// usually arrives within microseconds, and a futex round trip costs more.
+constexpr int kSpinsBeforeSleep = 4000;
+// A sleeping waiter wakes at least this often to check its deadline and
+// the abort flags.
+constexpr std::chrono::milliseconds kLongestSleep{50};
+
+size_t AlignUp(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+
+void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nanoseconds timeout) {
+  timespec ts{static_cast<time_t>(timeout.count() / 1000000000), static_cast<long>(timeout.count() % 1000000000)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+void FutexWakeAll(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+std::string ErrnoText(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+// The store reports a missing key by an exception (a timeout).
+StatusOr<std::string> WaitAndGet(gloo::rendezvous::Store& store, const std::string& key,
+                                 std::chrono::milliseconds timeout) {
+  try {
+    store.wait({key}, timeout);
+    const std::vector<char> value = store.get(key);
+    return std::string(value.begin(), value.end());
+  } catch (const std::exception& e) {
+    return DeadlineExceededError("shared-memory group: waiting for " + key + ": " + e.what());
+  }
+}
+
+Status Set(gloo::rendezvous::Store& store, const std::string& key, const std::string& value) {
+  try {
+    store.set(key, std::vector<char>(value.begin(), value.end()));
+    return OkStatus();
+  } catch (const std::exception& e) {
+    return UnavailableError("shared-memory group: publishing " + key + ": " + e.what());
+  }
+}
+
+size_t SegmentBytes(int size, size_t slot_bytes) {
+  return AlignUp(sizeof(SharedMemoryProcessGroup::Header)) + (static_cast<size_t>(size) + 1) * slot_bytes;
+}
+
+// Rank 0: a fresh memfd, sized and mapped, its header written.
+StatusOr<std::pair<int, void*>> CreateSegment(const SharedMemoryProcessGroupOptions& options, size_t bytes) {
+  const int fd = memfd_create("mirrored-process-group", MFD_CLOEXEC);
+  if (fd < 0) return UnavailableError(ErrnoText("shared-memory group: memfd_create"));
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    Status s = UnavailableError(ErrnoText("shared-memory group: sizing the segment to " + std::to_string(bytes) +
+                                          " bytes"));
+    close(fd);
+    return s;
+  }
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    Status s = UnavailableError(ErrnoText("shared-memory group: mmap"));
+    close(fd);
+    return s;
+  }
+  auto* header = new (base) SharedMemoryProcessGroup::Header{};
+  header->magic = kMagic;
+  header->size = static_cast<uint32_t>(options.size);
+  header->slot_floats = options.slot_bytes / sizeof(float);
+  return std::make_pair(fd, base);
+}
+
+// The others: rank 0's memfd through its /proc entry ("pid:fd").
+StatusOr<void*> OpenSegment(const std::string& where, const SharedMemoryProcessGroupOptions& options, size_t bytes) {
+  const size_t colon = where.find(':');
+  const std::string path = "/proc/" + where.substr(0, colon) + "/fd/" + where.substr(colon + 1);
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    return UnavailableError(ErrnoText("shared-memory group: opening process 0's segment " + path) +
+                            " (the processes must share a host, a PID namespace and a user)");
+  }
+  struct stat st {};
+  void* base = MAP_FAILED;
+  if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) == bytes) {
+    base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  }
+  close(fd);
+  if (base == MAP_FAILED) {
+    return UnavailableError("shared-memory group: " + path + " is not a segment of " + std::to_string(bytes) +
+                            " bytes for " + std::to_string(options.size) + " processes");
+  }
+  const auto* header = static_cast<const SharedMemoryProcessGroup::Header*>(base);
+  if (header->magic != kMagic || header->size != static_cast<uint32_t>(options.size)) {
+    munmap(base, bytes);
+    return UnavailableError("shared-memory group: " + path + " holds another group's segment");
+  }
+  return base;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<SharedMemoryProcessGroup>> SharedMemoryProcessGroup::Connect(
+    gloo::rendezvous::Store& store, const SharedMemoryProcessGroupOptions& options) {
+  if (options.size < 1 || options.rank < 0 || options.rank >= options.size) {
+    return InvalidArgumentError("process rank " + std::to_string(options.rank) + " is out of range for " +
+                                std::to_string(options.size) + " processes");
+  }
+  if (options.slot_bytes < kAlignment || options.slot_bytes % kAlignment != 0) {
+    return InvalidArgumentError("shared-memory slot of " + std::to_string(options.slot_bytes) +
+                                " bytes: it must be a positive multiple of " + std::to_string(kAlignment));
+  }
+  const size_t bytes = SegmentBytes(options.size, options.slot_bytes);
+  const std::string segment_key = options.prefix + "/segment";
+  if (options.rank != 0) {
+    MIRRORED_ASSIGN_OR_RETURN(const std::string where, WaitAndGet(store, segment_key, options.timeout));
+    MIRRORED_ASSIGN_OR_RETURN(void* base, OpenSegment(where, options, bytes));
+    MIRRORED_RETURN_IF_ERROR(Set(store, options.prefix + "/attached/" + std::to_string(options.rank), "1"));
+    return std::unique_ptr<SharedMemoryProcessGroup>(new SharedMemoryProcessGroup(options, base, bytes));
+  }
+  MIRRORED_ASSIGN_OR_RETURN(const auto made, CreateSegment(options, bytes));
+  auto group = std::unique_ptr<SharedMemoryProcessGroup>(new SharedMemoryProcessGroup(options, made.second, bytes));
+  Status published = Set(store, segment_key, std::to_string(getpid()) + ":" + std::to_string(made.first));
+  // The memfd stays open until every member has mapped it; then only the
+  // mappings hold the memory, and it goes with the last of them.
+  for (int r = 1; r < options.size && published.ok(); ++r) {
+    published = WaitAndGet(store, options.prefix + "/attached/" + std::to_string(r), options.timeout).status();
+  }
+  close(made.first);
+  if (!published.ok()) return published;
+  return group;
+}
+
+SharedMemoryProcessGroup::SharedMemoryProcessGroup(SharedMemoryProcessGroupOptions options, void* base, size_t bytes)
+    : options_(std::move(options)), base_(base), bytes_(bytes), header_(static_cast<Header*>(base)),
+      slot_floats_(options_.slot_bytes / sizeof(float)) {}
+
+SharedMemoryProcessGroup::~SharedMemoryProcessGroup() {
+  if (base_ != nullptr) munmap(base_, bytes_);
+}
+
+float* SharedMemoryProcessGroup::Slot(int rank) const {
+  return reinterpret_cast<float*>(static_cast<char*>(base_) + AlignUp(sizeof(Header)) +
+                                  static_cast<size_t>(rank) * options_.slot_bytes);
+}
+
+float* SharedMemoryProcessGroup::Result() const { return Slot(options_.size); }
+
+void SharedMemoryProcessGroup::Abort() {
+  aborted_ = true;
+  header_->aborted.store(1, std::memory_order_release);
+  FutexWakeAll(&header_->generation);
+}
+
+Status SharedMemoryProcessGroup::Arrive(const char* what) {
+  const uint32_t generation = header_->generation.load(std::memory_order_acquire);
+  if (header_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<uint32_t>(options_.size)) {
+    header_->arrived.store(0, std::memory_order_relaxed);
+    header_->generation.fetch_add(1, std::memory_order_release);
+    FutexWakeAll(&header_->generation);
+    return OkStatus();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + options_.timeout;
+  for (int spins = 0;; ++spins) {
+    if (header_->generation.load(std::memory_order_acquire) != generation) return OkStatus();
+    if (aborted_ || header_->aborted.load(std::memory_order_acquire) != 0) {
+      aborted_ = true;
+      return AbortedError(std::string("shared-memory ") + what + " #" + std::to_string(operations_) +
+                          ": the process group was aborted (a peer failed or the job is stopping)");
+    }
+    if (spins < kSpinsBeforeSleep) {
+      CpuRelax();
+      continue;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      return DeadlineExceededError(
+          std::string("shared-memory ") + what + " #" + std::to_string(operations_) + ": waited " +
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - start).count()) + " s for " +
+          std::to_string(options_.size - 1) + " other process(es) of this host (the collective timeout)");
+    }
+    FutexWait(&header_->generation, generation, std::min<std::chrono::nanoseconds>(kLongestSleep, deadline - now));
+  }
+}
+
+Status SharedMemoryProcessGroup::AllReduce(float* data, size_t count, ReduceOp op) {
+  ++operations_;
+  if (count == 0 || options_.size == 1) return OkStatus();
+  if (aborted_) return AbortedError("the process group was aborted");
+  const auto size = static_cast<size_t>(options_.size);
+  const auto me = static_cast<size_t>(options_.rank);
+  for (size_t offset = 0; offset < count; offset += slot_floats_) {
+    const size_t n = std::min(slot_floats_, count - offset);
+    std::memcpy(Slot(options_.rank), data + offset, n * sizeof(float));
+    MIRRORED_RETURN_IF_ERROR(Arrive("all-reduce"));
+    // This process's share of the chunk, summed over the slots in rank order.
+    const size_t lo = n * me / size, hi = n * (me + 1) / size;
+    float* result = Result();
+    std::memcpy(result + lo, Slot(0) + lo, (hi - lo) * sizeof(float));
+    for (int r = 1; r < options_.size; ++r) ReduceInto(result + lo, Slot(r) + lo, hi - lo, op);
+    MIRRORED_RETURN_IF_ERROR(Arrive("all-reduce"));
+    std::memcpy(data + offset, result, n * sizeof(float));
+    MIRRORED_RETURN_IF_ERROR(Arrive("all-reduce"));  // the slots are free again
+  }
+  return OkStatus();
+}
+
+Status SharedMemoryProcessGroup::Broadcast(float* data, size_t count, int root_process) {
+  ++operations_;
+  if (count == 0 || options_.size == 1) return OkStatus();
+  if (root_process < 0 || root_process >= options_.size) {
+    return InvalidArgumentError("broadcast root " + std::to_string(root_process) + " is out of range for " +
+                                std::to_string(options_.size) + " processes");
+  }
+  if (aborted_) return AbortedError("the process group was aborted");
+  for (size_t offset = 0; offset < count; offset += slot_floats_) {
+    const size_t n = std::min(slot_floats_, count - offset);
+    if (options_.rank == root_process) std::memcpy(Result(), data + offset, n * sizeof(float));
+    MIRRORED_RETURN_IF_ERROR(Arrive("broadcast"));
+    if (options_.rank != root_process) std::memcpy(data + offset, Result(), n * sizeof(float));
+    MIRRORED_RETURN_IF_ERROR(Arrive("broadcast"));
+  }
+  return OkStatus();
+}
+
+Status SharedMemoryProcessGroup::Barrier() {
+  ++operations_;
+  if (options_.size == 1) return OkStatus();
+  if (aborted_) return AbortedError("the process group was aborted");
+  return Arrive("barrier");
+}
+
+std::string SameHostIdentity() {
+  std::string boot_id;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot_id;
+  char ns[128] = {};
+  const ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+  std::ostringstream id;
+  id << boot_id << "/" << (n > 0 ? std::string(ns, static_cast<size_t>(n)) : "?") << "/uid" << getuid();
+  return id.str();
+}
+
+}  // namespace mirrored
