@@ -13,6 +13,8 @@
 #                                            # all restart, resume from the chief's checkpoint, identical weights
 #   netns_cluster_test.sh BIN_DIR tls        # all three train over mutual TLS (`mirrored-launch certs` for the
 #                                            # namespace addresses); a capture of the chief's veth holds no token
+#   netns_cluster_test.sh BIN_DIR two-per-host  # 2 hosts x 2 tasks: shared memory within each host, Gloo
+#                                            # between them; the same weights as 4 tasks over Gloo alone
 #
 # Exit status: 0 pass, 1 fail, 77 skipped (no root, no iproute2, or the
 # kernel refuses namespaces/veth/bridge). Topology, per run (names carry
@@ -29,7 +31,7 @@
 # is gone) are reaped at start.
 set -u -o pipefail
 
-USAGE="usage: netns_cluster_test.sh BIN_DIR train|hostnames|link-cut|chief-link-cut|kill|restart|tls"
+USAGE="usage: netns_cluster_test.sh BIN_DIR train|hostnames|link-cut|chief-link-cut|kill|restart|tls|two-per-host"
 BIN_DIR=${1:?$USAGE}
 MODE=${2:?$USAGE}
 readonly NUM_HOSTS=3
@@ -124,8 +126,8 @@ reap_stale_runs() {
 }
 
 # --- preconditions: skip (77) only where namespaces cannot be made --------
-[[ $MODE =~ ^(train|hostnames|link-cut|chief-link-cut|kill|restart|tls)$ ]] ||
-  fail "unknown mode '$MODE' (train, hostnames, link-cut, chief-link-cut, kill, restart or tls)"
+[[ $MODE =~ ^(train|hostnames|link-cut|chief-link-cut|kill|restart|tls|two-per-host)$ ]] ||
+  fail "unknown mode '$MODE' (train, hostnames, link-cut, chief-link-cut, kill, restart, tls or two-per-host)"
 [[ -x $LAUNCH ]] || fail "$LAUNCH is missing or not executable (build the mirrored-launch target)"
 [[ -x $WORKER ]] || fail "$WORKER is missing or not executable (build the mirrored-worker target)"
 ((EUID == 0)) || skip "needs root to create network namespaces (ip netns); running as uid $EUID"
@@ -225,6 +227,28 @@ start_host() {
   ) &
 }
 
+# two-per-host: task t of 4 runs in host t/2's namespace, on port PORT+t%2.
+# start_task TASK MAX_STEPS: its launcher in the background, its output in
+# $WORK/host<t>.out and its exit status in $WORK/host<t>.rc (the files of
+# start_host, with tasks for hosts).
+readonly TASKS_PER_HOST=2 PAIRED_TASKS=4
+start_task() {
+  local t=$1 steps=$2 cluster="" j
+  for ((j = 0; j < PAIRED_TASKS; j++)); do
+    cluster+="${cluster:+,}\"$(host_addr $((j / TASKS_PER_HOST))):$((PORT + j % TASKS_PER_HOST))\""
+  done
+  local tf="{\"cluster\":{\"worker\":[$cluster]},\"task\":{\"type\":\"worker\",\"index\":$t}}"
+  (
+    ns_run "$(host_ns $((t / TASKS_PER_HOST)))" env TF_CONFIG="$tf" MIRRORED_JOB_TOKEN="$TOKEN" OMP_NUM_THREADS=1 \
+      "${TASK_ENV[@]}" "$LAUNCH" cluster --run-dir "$RUN_DIR" --grace-period 2 -- \
+      --model mlp --max-steps "$steps" --batch-per-replica 16 --log-every 10 --no-validate \
+      --cpu-replicas 1 --heartbeat-interval 0.2 --heartbeat-timeout 1 --registration-timeout 60 --collective-timeout 30 \
+      >"$WORK/host$t.out" 2>&1
+    echo $? >"$WORK/host$t.rc.tmp" && mv "$WORK/host$t.rc.tmp" "$WORK/host$t.rc"
+  ) &
+}
+TASK_ENV=()
+
 # wait_hosts DEADLINE_SECONDS INDEX...: until each listed host has exited.
 wait_hosts() {
   local limit=$1 i pending
@@ -317,6 +341,39 @@ case $MODE in
     ((size > 100000)) || fail "the capture of the chief's veth holds only $size bytes: it missed the job"
     grep -qaF "$TOKEN" "$WORK/chief-veth.cap" && fail "the job token travelled in clear on the chief's veth"
     log "PASS: $NUM_HOSTS hosts trained over mutual TLS ($want); $size bytes captured on the chief's veth, no token"
+    ;;
+  two-per-host)
+    # The same job over Gloo alone first (MIRRORED_HOST_TRANSPORT=gloo), then
+    # with each host's pair in shared memory: the same sums, the same weights.
+    TASK_ENV=(MIRRORED_HOST_TRANSPORT=gloo)
+    RUN_DIR="$WORK/gloo"
+    for ((t = 0; t < PAIRED_TASKS; t++)); do start_task "$t" 30; done
+    wait_hosts "$TRAIN_DEADLINE" 0 1 2 3
+    gloo_fp=$(fingerprint_of 0)
+    [[ -n $gloo_fp && $(host_rc 0) == 0 ]] || fail "the Gloo-only run failed: $(tail -5 "$WORK/host0.out")"
+    for ((t = 0; t < PAIRED_TASKS; t++)); do mv "$WORK/host$t.out" "$WORK/gloo$t.out" && rm "$WORK/host$t.rc"; done
+    TASK_ENV=()
+    RUN_DIR="$WORK/paired"
+    for ((t = 0; t < PAIRED_TASKS; t++)); do start_task "$t" 30; done
+    wait_hosts "$TRAIN_DEADLINE" 0 1 2 3
+    paired_fp=$(fingerprint_of 0)
+    for ((t = 0; t < PAIRED_TASKS; t++)); do
+      rc=$(host_rc "$t")
+      ((rc == 0)) || fail "task worker:$t exited $rc: $(tail -5 "$WORK/host$t.out")"
+      grep -q "on 2 host(s) (2+2 tasks): shared memory within each host, Gloo between the hosts' first tasks" \
+        "$WORK/host$t.out" || fail "worker:$t did not say it takes shared memory within its host"
+      fp=$(fingerprint_of "$t")
+      [[ -n $fp && $fp == "$paired_fp" ]] || fail "worker:$t ended with weights $fp, worker:0 with $paired_fp"
+    done
+    for ((i = 0; i < 2; i++)); do expect_namespace_empty "$i"; done
+    # The sums are the same up to their order (a host's pair first): the
+    # final loss agrees with the Gloo-only run's to float rounding.
+    loss_of() { sed -n 's/.*done: [0-9]* steps; loss \([0-9.]*\).*/\1/p' "$1" | tail -n 1; }
+    gloo_loss=$(loss_of "$WORK/gloo0.out") paired_loss=$(loss_of "$WORK/host0.out")
+    awk -v a="$gloo_loss" -v b="$paired_loss" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-4 * a) }' ||
+      fail "final loss $paired_loss with shared memory, $gloo_loss over Gloo alone"
+    log "PASS: 2 hosts x 2 tasks, shared memory within each host and Gloo between: every task at weights" \
+      "$paired_fp, loss $paired_loss (Gloo alone: $gloo_loss)"
     ;;
   train | hostnames)
     if [[ $MODE == train ]]; then STEPS=200; else STEPS=30; fi

@@ -213,6 +213,10 @@ class MirroredStrategy {
   // (StrategyOptions::host_transport).
   Status ConnectProcesses(const ClusterConfig& config, int process_rank);
   StatusOr<std::unique_ptr<ProcessGroup>> ConnectHostTransport(const ClusterConfig& config, int process_rank);
+  // Gloo among `size` tasks (this one `rank` among them), bound to the
+  // address that routes toward task `peer_process`.
+  StatusOr<std::unique_ptr<ProcessGroup>> ConnectGlooAmong(const ClusterConfig& config, int rank, int size,
+                                                           int peer_process, const std::string& prefix);
   // Ranks and world size from `membership`, then the replicas' collectives:
   // none (one replica in all), NCCL (GPUs) or shared memory plus Gloo.
   Status CreateReplicaGroup(const Membership& membership);

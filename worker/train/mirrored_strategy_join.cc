@@ -18,6 +18,7 @@
 #include "worker/comm/checked_process_group.h"
 #include "worker/comm/cpu_replica_group.h"
 #include "worker/comm/gloo_process_group.h"
+#include "worker/comm/hierarchical_process_group.h"
 #include "worker/comm/shared_memory_process_group.h"
 #include "worker/comm/solo_replica_group.h"
 #include "worker/coordination/coordination_agent.h"
@@ -231,66 +232,96 @@ Status MirroredStrategy::ConnectAgent(const ClusterConfig& config, const HostPor
 
 namespace {
 
-// Whether every training task runs on this host: TF_CONFIG lists them all
-// at this task's host, and each one's identity (boot, PID namespace, user:
-// SameHostIdentity) is this one's, as they publish it in the store.
-StatusOr<bool> AllTasksShareThisHost(const ClusterConfig& config, gloo::rendezvous::Store& store, int process_rank,
-                                     int processes) {
-  if (config.cluster.TrainingTasksAtHostOf(config.task) != processes) return false;
-  const std::string mine = SameHostIdentity();
+// Where each training task runs, as they tell each other through the
+// store: the host TF_CONFIG lists it at, and its identity there (boot, PID
+// namespace, user: SameHostIdentity), so that only processes that can
+// share a segment are taken as one host. A cluster that lists every task
+// at a host of its own needs no exchange.
+StatusOr<HostLayout> ExchangeHostLayout(const ClusterConfig& config, gloo::rendezvous::Store& store, int process_rank,
+                                        int processes) {
+  std::vector<std::string> keys;
+  if (config.cluster.NumTrainingHosts() == processes) {
+    for (int r = 0; r < processes; ++r) keys.push_back(std::to_string(r));
+    return HostLayout::FromHostKeys(keys);
+  }
+  const std::string mine =
+      std::to_string(config.cluster.TrainingHostIndexOf(config.task).value_or(-1)) + "|" + SameHostIdentity();
   try {
     store.set("host/" + std::to_string(process_rank), std::vector<char>(mine.begin(), mine.end()));
     for (int r = 0; r < processes; ++r) {
       const std::vector<char> theirs = store.get("host/" + std::to_string(r));
-      if (std::string(theirs.begin(), theirs.end()) != mine) return false;
+      keys.emplace_back(theirs.begin(), theirs.end());
     }
   } catch (const std::exception& e) {
-    return DeadlineExceededError(std::string("comparing the tasks' hosts: ") + e.what());
+    return DeadlineExceededError(std::string("exchanging the tasks' hosts: ") + e.what());
   }
-  return true;
+  return HostLayout::FromHostKeys(keys);
+}
+
+std::string DescribeHosts(const HostLayout& layout) {
+  std::string sizes;
+  for (int n : layout.size_of_host) sizes += (sizes.empty() ? "" : "+") + std::to_string(n);
+  return std::to_string(layout.hosts()) + " host(s) (" + sizes + " tasks)";
 }
 
 }  // namespace
+
+StatusOr<std::unique_ptr<ProcessGroup>> MirroredStrategy::ConnectGlooAmong(const ClusterConfig& config, int rank,
+                                                                           int size, int peer_process,
+                                                                           const std::string& prefix) {
+  // Gloo binds an ephemeral port on this task's own address (the one that
+  // routes toward `peer_process`) and meets its peers through the store.
+  const auto my_address = config.cluster.AddressOf(config.task);
+  const TaskId peer = config.cluster.TrainingTasks()[peer_process];
+  const std::string interface = GlooInterfaceAddress(my_address, *config.cluster.AddressOf(peer));
+  MIRRORED_LOG(INFO) << "Gloo (TCP) between " << size << " tasks binds " << interface;
+  auto gloo = GlooProcessGroup::Connect(*store_, {.rank = rank,
+                                                  .size = size,
+                                                  .prefix = prefix,
+                                                  .interface_address = interface,
+                                                  .timeout = options_.collective_timeout});
+  if (!gloo.ok()) return gloo.status();
+  return std::unique_ptr<ProcessGroup>(std::move(gloo).value());
+}
 
 StatusOr<std::unique_ptr<ProcessGroup>> MirroredStrategy::ConnectHostTransport(const ClusterConfig& config,
                                                                                int process_rank) {
   const int processes = static_cast<int>(tasks_.size());
   const auto transport = options_.host_transport;
-  bool one_host = false;
-  if (transport != StrategyOptions::HostTransport::kGloo) {
-    MIRRORED_ASSIGN_OR_RETURN(one_host, AllTasksShareThisHost(config, *store_, process_rank, processes));
+  const int next_process = (process_rank + 1) % processes;
+  if (transport == StrategyOptions::HostTransport::kGloo) {
+    MIRRORED_LOG(INFO) << "collectives between the " << processes << " tasks: Gloo (" << kHostTransportVariable
+                       << "=gloo)";
+    return ConnectGlooAmong(config, process_rank, processes, next_process, "mesh");
   }
-  if (one_host) {
+  MIRRORED_ASSIGN_OR_RETURN(const HostLayout layout, ExchangeHostLayout(config, *store_, process_rank, processes));
+  if (transport == StrategyOptions::HostTransport::kSharedMemory && layout.hosts() > 1) {
+    return InvalidArgumentError(std::string(kHostTransportVariable) + "=shm, but the tasks run on " +
+                                DescribeHosts(layout) + ": unset it for shared memory within hosts and Gloo between");
+  }
+  if (layout.hosts() == processes) {
+    MIRRORED_LOG(INFO) << "collectives between the " << processes << " tasks: Gloo (one task per host)";
+    return ConnectGlooAmong(config, process_rank, processes, next_process, "mesh");
+  }
+  const int host = layout.host_of[process_rank];
+  auto shm = SharedMemoryProcessGroup::Connect(*store_, {.rank = layout.local_rank_of[process_rank],
+                                                         .size = layout.size_of_host[host],
+                                                         .prefix = "shm/" + std::to_string(host),
+                                                         .timeout = options_.collective_timeout});
+  if (!shm.ok()) return shm.status();
+  if (layout.hosts() == 1) {
     MIRRORED_LOG(INFO) << "collectives between the " << processes << " tasks: shared memory (all on this host)";
-    auto shm = SharedMemoryProcessGroup::Connect(*store_, {.rank = process_rank,
-                                                           .size = processes,
-                                                           .prefix = "shm",
-                                                           .timeout = options_.collective_timeout});
-    if (!shm.ok()) return shm.status();
     return std::unique_ptr<ProcessGroup>(std::move(shm).value());
   }
-  if (transport == StrategyOptions::HostTransport::kSharedMemory) {
-    return InvalidArgumentError(std::string(kHostTransportVariable) +
-                                "=shm, but the tasks do not all run on this host (TF_CONFIG lists " +
-                                std::to_string(config.cluster.TrainingTasksAtHostOf(config.task)) + " of " +
-                                std::to_string(processes) +
-                                " here, or another's boot, PID namespace or user differs): unset it for Gloo");
+  MIRRORED_LOG(INFO) << "collectives between the " << processes << " tasks on " << DescribeHosts(layout)
+                     << ": shared memory within each host, Gloo between the hosts' first tasks";
+  std::unique_ptr<ProcessGroup> leaders;
+  if (layout.leader_of_host[host] == process_rank) {
+    const int next_leader = layout.leader_of_host[(host + 1) % layout.hosts()];
+    MIRRORED_ASSIGN_OR_RETURN(leaders, ConnectGlooAmong(config, host, layout.hosts(), next_leader, "leaders"));
   }
-  // Gloo binds an ephemeral port on this task's own address and meets its
-  // peers through the coordination service's key-value store.
-  const auto my_address = config.cluster.AddressOf(config.task);
-  // A peer to route toward: the chief, or for the chief the next task.
-  const TaskId peer = config.IsChief() ? config.cluster.TrainingTasks()[1] : config.cluster.ChiefTask();
-  const std::string interface = GlooInterfaceAddress(my_address, *config.cluster.AddressOf(peer));
-  MIRRORED_LOG(INFO) << "collectives between the " << processes << " tasks: Gloo (TCP), bound to " << interface
-                     << (transport == StrategyOptions::HostTransport::kGloo ? " (" + std::string(kHostTransportVariable) + "=gloo)" : "");
-  auto gloo = GlooProcessGroup::Connect(*store_, {.rank = process_rank,
-                                                  .size = processes,
-                                                  .prefix = "mesh",
-                                                  .interface_address = interface,
-                                                  .timeout = options_.collective_timeout});
-  if (!gloo.ok()) return gloo.status();
-  return std::unique_ptr<ProcessGroup>(std::move(gloo).value());
+  return std::unique_ptr<ProcessGroup>(std::make_unique<HierarchicalProcessGroup>(
+      process_rank, layout, std::move(shm).value(), std::move(leaders)));
 }
 
 Status MirroredStrategy::ConnectProcesses(const ClusterConfig& config, int process_rank) {
