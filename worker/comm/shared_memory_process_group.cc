@@ -1,6 +1,7 @@
 #include "worker/comm/shared_memory_process_group.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -33,9 +34,12 @@ namespace {
 
 constexpr uint64_t kMagic = 0x6d69727273686d31;  // "mirrshm1"
 constexpr size_t kAlignment = 64;
-// A waiter spins this many times before it sleeps on the futex: a peer
-// usually arrives within microseconds, and a futex round trip costs more.
-constexpr int kSpinsBeforeSleep = 4000;
+// A waiter spins this many times (a peer usually arrives within
+// microseconds, and a futex round trip costs more), then yields its core
+// this many times (on a machine with more threads than cores the peer may
+// be waiting for it), then sleeps on the futex.
+constexpr int kSpins = 1000;
+constexpr int kYields = 100;
 // A sleeping waiter wakes at least this often to check its deadline and
 // the abort flags.
 constexpr std::chrono::milliseconds kLongestSleep{50};
@@ -207,8 +211,12 @@ Status SharedMemoryProcessGroup::Arrive(const char* what) {
       return AbortedError(std::string("shared-memory ") + what + " #" + std::to_string(operations_) +
                           ": the process group was aborted (a peer failed or the job is stopping)");
     }
-    if (spins < kSpinsBeforeSleep) {
+    if (spins < kSpins) {
       CpuRelax();
+      continue;
+    }
+    if (spins < kSpins + kYields) {
+      sched_yield();
       continue;
     }
     const auto now = std::chrono::steady_clock::now();
@@ -238,8 +246,11 @@ Status SharedMemoryProcessGroup::AllReduce(float* data, size_t count, ReduceOp o
     std::memcpy(result + lo, Slot(0) + lo, (hi - lo) * sizeof(float));
     for (int r = 1; r < options_.size; ++r) ReduceInto(result + lo, Slot(r) + lo, hi - lo, op);
     MIRRORED_RETURN_IF_ERROR(Arrive("all-reduce"));
+    // No third barrier: the next chunk's (or operation's) slot writes come
+    // after every read of the slots (before the barrier above), and its
+    // writes of the result after its first barrier, which every process
+    // reaches only once done copying this result out.
     std::memcpy(data + offset, result, n * sizeof(float));
-    MIRRORED_RETURN_IF_ERROR(Arrive("all-reduce"));  // the slots are free again
   }
   return OkStatus();
 }

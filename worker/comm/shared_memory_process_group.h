@@ -15,9 +15,10 @@
 // An all-reduce goes chunk by chunk: every process copies its chunk into
 // its slot; each reduces its 1/size share of the chunk over every slot, in
 // rank order (the same sum on every process, whatever the timing); each
-// copies the result out. Processes wait for each other on a barrier in the
-// segment (a spin, then a futex on the shared word), with a deadline and an
-// abort flag both local and shared: Abort() wakes every waiter at once.
+// copies the result out: two barriers per chunk. Processes wait for each
+// other on a barrier in the segment (a spin, a few yields, then a futex on
+// the shared word), with a deadline and an abort flag both local and
+// shared: Abort() wakes every waiter at once.
 #pragma once
 
 #include <atomic>
