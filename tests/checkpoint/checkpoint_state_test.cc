@@ -76,7 +76,9 @@ TEST(CheckpointStateTest, PrecisionAndLossScaleRoundTripAndAreOptional) {
 TEST(CheckpointStateTest, UnknownKeysAreIgnored) {
   nlohmann::json j = Sample().ToJson();
   j["from_the_future"] = 1;
-  EXPECT_TRUE(CheckpointState::FromJson(j, "state.json").ok());
+  auto back = CheckpointState::FromJson(j, "state.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, Sample());  // the known fields as written
 }
 
 TEST(CheckpointStateTest, RejectsBadFields) {

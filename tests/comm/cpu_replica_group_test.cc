@@ -167,16 +167,19 @@ TEST(CpuReplicaGroupTest, ReplicasThatAllReturnedStartAgain) {
   for (int round = 0; round < 2; ++round) {
     job.group(0).Starting();
     std::vector<Status> statuses(2);
+    std::vector<float> sums(2);
     std::vector<std::thread> threads;
     for (int r = 0; r < 2; ++r) {
       threads.emplace_back([&, r] {
-        float x = 1;
+        float x = static_cast<float>(r + 1 + round);
         statuses[r] = job.group(0).replica(r).AllReduce(&x, 1, ReduceOp::kSum);
+        sums[r] = x;
         job.group(0).Returned(r);
       });
     }
     for (auto& t : threads) t.join();
     for (const Status& s : statuses) EXPECT_TRUE(s.ok()) << "round " << round << ": " << s;
+    for (float sum : sums) EXPECT_EQ(sum, static_cast<float>(3 + 2 * round)) << "round " << round;
   }
 }
 

@@ -22,6 +22,7 @@ task="$type:$index"
 echo "task $task generation $MIRRORED_GENERATION token ${#MIRRORED_JOB_TOKEN} chars"
 # deaf: deaf before the pid file tells the test it runs.
 [ "$mode" = deaf ] && trap '' INT TERM
+[ -n "$run_dir" ] && printf '%s' "$MIRRORED_JOB_TOKEN" > "$run_dir/token.$task"
 [ -n "$run_dir" ] && echo $$ > "$run_dir/.pid.$task" && mv "$run_dir/.pid.$task" "$run_dir/pid.$task"
 case "$mode" in
   ok) exit 0 ;;

@@ -182,10 +182,21 @@ TEST_F(LaunchLocalTest, SigkillOfTheLauncherLeavesNoOrphans) {
 TEST_F(LaunchLocalTest, TwentyConcurrentJobsAllRun) {
   std::vector<ChildProcess> launchers;
   for (int i = 0; i < 20; ++i) launchers.push_back(Start({"--workers", "2", "--", "--mode", "ok"}, dir_ / ("run" + std::to_string(i))));
+  std::set<std::string> tokens;
   for (int i = 0; i < 20; ++i) {
     std::string out;
     EXPECT_EQ(Finish(launchers[i], &out, 60s), 0) << "job " << i << ":\n" << out;
+    for (const char* task : {"worker:0", "worker:1"}) {
+      const fs::path log = dir_ / ("run" + std::to_string(i)) / "logs" / (std::string(task) + ".log");
+      EXPECT_NE(ReadWholeFile(log).find(std::string("task ") + task + " generation 0 token 32 chars"),
+                std::string::npos) << log;
+    }
+    // Each job's own token: its tasks' TF_CONFIG and environment are its own.
+    const std::string token = ReadWholeFile(dir_ / ("run" + std::to_string(i)) / "token.worker:0");
+    EXPECT_EQ(token, ReadWholeFile(dir_ / ("run" + std::to_string(i)) / "token.worker:1")) << "job " << i;
+    tokens.insert(token);
   }
+  EXPECT_EQ(tokens.size(), 20u) << "jobs started together got the same token";
 }
 
 TEST_F(LaunchLocalTest, MissingOrNonExecutableWorkerIsExitTwo) {
