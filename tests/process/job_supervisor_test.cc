@@ -213,8 +213,14 @@ TEST_F(JobSupervisorTest, AfterAnExitThreeTheTaskItNamesEndsWithItsOwnCode) {
   JobSupervisor supervisor(console_.get(), {.grace_period = 5s});
   auto outcome = supervisor.Run(
       {Shell("worker:0", "exec 3>\"$DIR/fifo\"; echo 'error: task worker:1 failed: --lr -1 must be positive'; exit 3"),
-       Shell("worker:1", "read x < \"$DIR/fifo\"; sleep 0.5; echo 'error: --lr -1 must be positive'; exit 2")});
+       // It ends only once the launcher has reaped worker:0's exit 3 (its
+       // console line), bounded at 10 s.
+       Shell("worker:1", "read x < \"$DIR/fifo\"; i=0; until grep -q 'worker:0 stopped because another task' "
+                         "\"$DIR/console\" || [ $i -ge 1000 ]; do sleep 0.01; i=$((i+1)); done; "
+                         "echo 'error: --lr -1 must be positive'; exit 2")});
   ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_NE(Slurp(dir_ / "console").find("worker:0 stopped because another task failed (exit 3)"), std::string::npos)
+      << "the exit 3 was not reaped first: the scenario did not happen\n" << Slurp(dir_ / "console");
   EXPECT_EQ(outcome->exit_code, 2);
   ASSERT_TRUE(outcome->first_failure.has_value());
   EXPECT_EQ(outcome->first_failure->name, "worker:1");
@@ -307,7 +313,10 @@ TEST_F(JobSupervisorTest, EarlySuccessIsNotAFailureAndEvaluatorFailureDoesNotSto
   ASSERT_EQ(mkfifo((dir_ / "fifo").c_str(), 0600), 0);
   JobSupervisor supervisor(console_.get(), {.grace_period = 2s});
   auto outcome = supervisor.Run({
-      Shell("worker:0", "read x < \"$DIR/fifo\"; sleep 0.3; echo done"),
+      // Ends once the launcher has handled the evaluator's failure (its
+      // console line), bounded at 10 s.
+      Shell("worker:0", "read x < \"$DIR/fifo\"; i=0; until grep -q 'evaluator ended with exit code 5' "
+                        "\"$DIR/console\" || [ $i -ge 1000 ]; do sleep 0.01; i=$((i+1)); done; echo done"),
       Shell("worker:1", "exit 0"),
       Shell("evaluator", "echo go > \"$DIR/fifo\"; exit 5", /*training=*/false),
   });
@@ -430,7 +439,7 @@ TEST_F(JobSupervisorTest, AnEvaluatorSilentAfterTrainingEndedIsStopped) {
             std::string::npos)
       << Slurp(dir_ / "console");
 
-  JobSupervisor patient(console_.get(), {.grace_period = 300ms, .evaluator_stall_timeout = 500ms});
+  JobSupervisor patient(console_.get(), {.grace_period = 300ms, .evaluator_stall_timeout = 5s});
   auto busy = patient.Run({Shell("worker:0", "exit 0"),
                            Shell("evaluator:0", "for i in 1 2 3 4 5 6; do echo evaluated $i; sleep 0.2; done",
                                  /*training=*/false)});
