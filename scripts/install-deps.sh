@@ -27,9 +27,13 @@ packages=(
 )
 if [ "$want_test" = 1 ]; then
   packages+=(iproute2 procps python3 python3-yaml shellcheck slurmctld slurmd slurm-client munge)
+  # The interop tests (tests/programs/): the venv that scripts/interop-venv.sh
+  # makes for TensorFlow, and PyTorch 1.13 + torchrun (595 MB, ~2 min of apt).
+  packages+=(python3-venv python3-torch)
 fi
 if [ "$want_bench" = 1 ]; then
-  packages+=(python3-torch bc)  # PyTorch 1.13 + torchrun: run with /usr/bin/python3
+  packages+=(bc)
+  [ "$want_test" = 1 ] || packages+=(python3-torch)  # PyTorch 1.13 + torchrun: run with /usr/bin/python3
 fi
 
 missing=()
