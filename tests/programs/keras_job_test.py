@@ -5,6 +5,7 @@ mirrored-launch local with the pinned TensorFlow (scripts/interop-venv.sh).
   keras_job_test.py MIRRORED_LAUNCH evaluator   # trains; the evaluator follows the chief's checkpoints
   keras_job_test.py MIRRORED_LAUNCH restart     # worker:1 SIGKILLed in epoch 2 of 3: the launcher restarts
                                                 # the job, BackupAndRestore resumes at epoch 2
+  keras_job_test.py MIRRORED_LAUNCH keras3      # Keras 3's fit() still fails under the strategy (the docs say so)
 
 Each checks the launcher's exit code, what the tasks printed, and that no
 process of the job is left. Exits 77 (skipped) when the venv cannot be made.
@@ -98,12 +99,28 @@ def run_restart_case(launcher, tmp):
     print("ok: restarted once, resumed at epoch 2 of 3, nothing left running")
 
 
+def run_keras3_case(launcher, tmp):
+    job = ProgramJob(launcher, ["local", "--workers", "2", "--run-dir", os.path.join(tmp, "run"), "--",
+                                venv_python(), marked_program("keras3_mwms_fit.py", tmp)])
+    rc = job.wait(JOB_TIMEOUT_S)
+    out = job.output
+    if rc == 0 or "fit done" in out:
+        fail("Keras 3's fit() now works under MultiWorkerMirroredStrategy: update docs/user-programs.md", out)
+    if "Attempt to convert a value (PerReplica" not in out:
+        fail(f"mirrored-launch exited {rc}, but not with the PerReplica error the docs quote", out)
+    check_nothing_left(tmp, out)
+    print("ok: " + next(l for l in out.splitlines() if "tensorflow " in l and "keras " in l) +
+          ": fit() fails with 'Attempt to convert a value (PerReplica...'")
+
+
+CASES = {"evaluator": run_evaluator_case, "restart": run_restart_case, "keras3": run_keras3_case}
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[2] not in ("evaluator", "restart"):
+    if len(sys.argv) != 3 or sys.argv[2] not in CASES:
         sys.exit(__doc__)
-    launcher, case = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory(prefix="keras-job-") as tmp:
-        (run_evaluator_case if case == "evaluator" else run_restart_case)(launcher, tmp)
+        CASES[sys.argv[2]](sys.argv[1], tmp)
 
 
 if __name__ == "__main__":
