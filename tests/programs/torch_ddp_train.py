@@ -73,6 +73,8 @@ def main():
             optimizer.zero_grad()
             loss.backward()  # DDP averages the gradients across ranks here
             optimizer.step()
+            if rank == 0 and epoch == start_epoch and begin == 0:
+                print("first step done", flush=True)
         last_loss = loss.item()  # rank 0's last batch; DDP keeps every rank's weights equal
         if rank == 0:
             print(f"epoch {epoch + 1}/{flags.epochs}: last batch loss {last_loss:.9f}", flush=True)
