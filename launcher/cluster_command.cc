@@ -95,6 +95,7 @@ void AddUserProgramEnvironment(const ClusterConfig& config, const std::string& r
                                int max_restarts, TaskLaunch& t) {
   t.reports_liveness = false;
   t.env.push_back(std::string(kRunDirVariable) + "=" + run_dir);
+  AddUnbufferedPython(t.env);
   if (std::optional<TorchWorld> world = TorchWorldOf(config.cluster, config.task)) {
     t.error_file = run_dir + "/logs/" + t.name + ".error.json";
     const std::string run_id = std::filesystem::path(run_dir).filename().string();

@@ -243,6 +243,7 @@ TaskLaunch LocalJobPlan::MakeTask(const TaskId& task, const std::vector<std::str
 void LocalJobPlan::AddUserProgramEnvironment(const TaskId& task, int generation, TaskLaunch& t) const {
   t.reports_liveness = false;  // only mirrored-worker writes signs of life
   t.env.push_back(std::string(kRunDirVariable) + "=" + options_.run_dir);
+  AddUnbufferedPython(t.env);
   if (std::optional<TorchWorld> world = TorchWorldOf(cluster_, task)) {
     t.error_file = options_.run_dir + "/logs/" + t.name + ".error.json";
     const std::string run_id = std::filesystem::path(options_.run_dir).filename().string();

@@ -184,6 +184,12 @@ std::vector<std::string> TorchDistributedEnvironment(const TorchWorld& world, in
   return env;
 }
 
+void AddUnbufferedPython(std::vector<std::string>& env) {
+  for (const std::string& e : env)
+    if (e.rfind("PYTHONUNBUFFERED=", 0) == 0) return;  // the user's choice
+  env.push_back("PYTHONUNBUFFERED=1");
+}
+
 bool IsUserProgramVariable(const std::string& entry) {
   auto sets = [&entry](std::string_view key) {
     return entry.size() > key.size() && entry.compare(0, key.size(), key) == 0 && entry[key.size()] == '=';

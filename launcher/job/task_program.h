@@ -85,6 +85,11 @@ std::optional<TorchWorld> TorchWorldOf(const ClusterSpec& cluster, const TaskId&
 std::vector<std::string> TorchDistributedEnvironment(const TorchWorld& world, int restart_count, int max_restarts,
                                                      const std::string& run_id, const std::string& error_file);
 
+// PYTHONUNBUFFERED=1 unless `env` sets it: a Python program's prints reach
+// the console (and the failure report's last lines) as they are made, not
+// when a pipe's buffer fills or the program exits.
+void AddUnbufferedPython(std::vector<std::string>& env);
+
 // Whether `entry` ("KEY=VALUE") sets a variable TorchDistributedEnvironment
 // sets, or MIRRORED_RUN_DIR: the launcher's values replace inherited ones.
 bool IsUserProgramVariable(const std::string& entry);

@@ -346,6 +346,7 @@ TEST(LocalJobPlanUserProgramTest, TasksGetTorchrunsVariablesAndTheirArgumentsAsG
     EXPECT_EQ(EnvValue(t, "TORCHELASTIC_ERROR_FILE"), t.error_file);
     EXPECT_EQ(EnvValue(t, "MIRRORED_RUN_DIR"), "/tmp/run-7");
     EXPECT_EQ(EnvValue(t, "MIRRORED_JOB_TOKEN"), "<unset>");
+    EXPECT_EQ(EnvValue(t, "PYTHONUNBUFFERED"), "1");
     EXPECT_EQ(std::count_if(t.env.begin(), t.env.end(), [](const std::string& e) { return e.rfind("RANK=", 0) == 0; }),
               1);
   }

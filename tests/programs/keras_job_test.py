@@ -85,6 +85,9 @@ def run_restart_case(launcher, tmp):
     restart = out.find("restarting the job")
     if restart < 0 or "job succeeded after 1 restart" not in out:
         fail("the launcher did not restart the job once", out)
+    if "restarting the job from the program's own checkpoints (it resumes itself: " \
+       "TORCHELASTIC_RESTART_COUNT=1, MIRRORED_GENERATION=1)" not in out:
+        fail("the restart line does not say the program resumes from its own checkpoints", out)
     before, after = out[:restart], out[restart:]
     if re.search(r"^\[worker:\d\] epoch 2/3:", before, re.M):
         fail("worker:1 was killed after epoch 2 ended; the test meant to kill it during epoch 2", out)
