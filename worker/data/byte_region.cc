@@ -18,7 +18,7 @@ std::shared_ptr<const ByteRegion> ByteRegion::Own(std::vector<uint8_t> bytes) {
   return r;
 }
 
-StatusOr<std::shared_ptr<const ByteRegion>> ByteRegion::MapFile(const std::string& path) {
+StatusOr<std::shared_ptr<const ByteRegion>> ByteRegion::MapFile(const std::string& path, bool populate) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
@@ -33,7 +33,7 @@ StatusOr<std::shared_ptr<const ByteRegion>> ByteRegion::MapFile(const std::strin
   std::shared_ptr<ByteRegion> r(new ByteRegion());
   r->size_ = static_cast<size_t>(st.st_size);
   if (r->size_ > 0) {
-    void* p = ::mmap(nullptr, r->size_, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    void* p = ::mmap(nullptr, r->size_, PROT_READ, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, 0);
     if (p == MAP_FAILED) {
       int err = errno;
       ::close(fd);

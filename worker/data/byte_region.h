@@ -23,10 +23,11 @@ namespace mirrored::data {
 class ByteRegion {
  public:
   static std::shared_ptr<const ByteRegion> Own(std::vector<uint8_t> bytes);
-  // Maps `path` read-only (MAP_SHARED, prefaulted). Errors: NotFound (no
-  // such file), InvalidArgument (not a regular file or cannot be mapped),
-  // both naming the path. An empty file maps to an empty region.
-  static StatusOr<std::shared_ptr<const ByteRegion>> MapFile(const std::string& path);
+  // Maps `path` read-only (MAP_SHARED; prefaulted when `populate`, else
+  // only the pages read are: a header check of a large file). Errors:
+  // NotFound (no such file), InvalidArgument (not a regular file or cannot
+  // be mapped), both naming the path. An empty file maps to an empty region.
+  static StatusOr<std::shared_ptr<const ByteRegion>> MapFile(const std::string& path, bool populate = true);
 
   ~ByteRegion();
   ByteRegion(const ByteRegion&) = delete;

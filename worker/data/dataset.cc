@@ -27,10 +27,38 @@ Dataset::Dataset(int height, int width, int channels, std::shared_ptr<const Byte
   }
 }
 
+Dataset Dataset::Float32In(int height, int width, int channels, std::shared_ptr<const ByteRegion> region,
+                           std::span<const uint8_t> pixels, std::vector<int32_t> labels) {
+  Dataset d;
+  d.height_ = height;
+  d.width_ = width;
+  d.channels_ = channels;
+  d.labels_ = std::move(labels);
+  if (pixels.size() != d.labels_.size() * d.example_size() * sizeof(float)) {
+    throw std::invalid_argument("Dataset: " + std::to_string(pixels.size()) + " bytes of float32 pixels for " +
+                                std::to_string(d.labels_.size()) + " examples of " +
+                                std::to_string(d.example_size()));
+  }
+  d.storage_ = std::move(region);
+  d.bytes_ = pixels.data();
+  d.bytes_are_floats_ = true;
+  return d;
+}
+
+float Dataset::FloatAt(size_t at) const {
+  float v;
+  std::memcpy(&v, bytes_ + at * sizeof(float), sizeof(float));
+  return v;
+}
+
 void Dataset::CopyExample(size_t i, float* out) const {
   const size_t es = example_size();
   if (floats_ != nullptr) {
     std::memcpy(out, floats_ + i * es, es * sizeof(float));
+    return;
+  }
+  if (bytes_are_floats_) {  // a mapped .npy: not necessarily 4-byte aligned
+    std::memcpy(out, bytes_ + i * es * sizeof(float), es * sizeof(float));
     return;
   }
   const uint8_t* in = bytes_ + i * es;

@@ -8,6 +8,7 @@
 //
 //   Dataset d(28, 28, 1, std::move(float_pixels), std::move(labels));
 //   Dataset e(28, 28, 1, region, pixel_bytes, 1.0f / 255, std::move(labels));
+//   Dataset f = Dataset::Float32In(32, 32, 3, region, float_bytes, std::move(labels));
 //   d.Gather({3, 1, 4}, images_out, labels_out);   // floats
 //   float v = d.pixel(i, k);  int32_t y = d.label(i);
 #pragma once
@@ -31,6 +32,10 @@ class Dataset {
   // scale. pixels.size() must be labels.size() x H x W x C.
   Dataset(int height, int width, int channels, std::shared_ptr<const ByteRegion> region,
           std::span<const uint8_t> pixels, float scale, std::vector<int32_t> labels);
+  // Little-endian float32 pixels inside `region` (any alignment), used as
+  // they are. pixels.size() must be 4 x labels.size() x H x W x C.
+  static Dataset Float32In(int height, int width, int channels, std::shared_ptr<const ByteRegion> region,
+                           std::span<const uint8_t> pixels, std::vector<int32_t> labels);
 
   size_t size() const { return labels_.size(); }
   int height() const { return height_; }
@@ -40,7 +45,9 @@ class Dataset {
   // Value k of example i (as a float, scaled).
   float pixel(size_t i, size_t k) const {
     const size_t at = i * example_size() + k;
-    return floats_ != nullptr ? floats_[at] : float(bytes_[at]) * scale_;
+    if (floats_ != nullptr) return floats_[at];
+    if (bytes_are_floats_) return FloatAt(at);
+    return float(bytes_[at]) * scale_;
   }
   int32_t label(size_t i) const { return labels_[i]; }
 
@@ -56,12 +63,14 @@ class Dataset {
 
  private:
   void CopyExample(size_t i, float* out) const;
+  float FloatAt(size_t at) const;
 
   int height_ = 0, width_ = 0, channels_ = 0;
   std::shared_ptr<const void> storage_;  // owns what floats_ / bytes_ point into
   const float* floats_ = nullptr;
   const uint8_t* bytes_ = nullptr;
   float scale_ = 1.0f;
+  bool bytes_are_floats_ = false;  // bytes_ holds float32 values (Float32In)
   std::vector<int32_t> labels_;
 };
 
