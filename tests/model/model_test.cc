@@ -43,6 +43,28 @@ TEST(ModelTest, UnknownModelIsUsageError) {
   EXPECT_NE(m.status().message().find("vgg"), std::string::npos);
 }
 
+// The zoo is built for the data's images and classes: a 12x10x3, 4-class
+// set trains every model; cnn refuses images its two conv + pool stages
+// cannot take, naming both shapes.
+TEST(ModelTest, ZooModelsTakeTheDatasImageShapeAndClasses) {
+  for (const std::string name : {"mlp", "cnn", "resnet"}) {
+    auto m = Model::Create(name, MakeCpuBackend(), 3, {12, 10, 3}, 4);
+    ASSERT_TRUE(m.ok()) << name << ": " << m.status();
+    EXPECT_EQ((*m)->input_shape(), (Shape3{12, 10, 3}));
+    std::vector<float> x(2 * 360, 0.5f);
+    std::vector<int32_t> y = {3, 1};
+    (*m)->Forward(2, x.data(), y.data(), /*training=*/true);
+    EXPECT_EQ((*m)->logits().size(), 8u) << name;
+  }
+  auto small = Model::Create("cnn", MakeCpuBackend(), 1, {9, 12, 1}, 10);
+  ASSERT_FALSE(small.ok());
+  EXPECT_EQ(ExitCodeFor(small.status()), 2);
+  EXPECT_NE(small.status().message().find("--model cnn needs images of at least 10x10xC"), std::string::npos)
+      << small.status();
+  EXPECT_NE(small.status().message().find("--data gives 9x12x1"), std::string::npos) << small.status();
+  EXPECT_TRUE(Model::Create("mlp", MakeCpuBackend(), 1, {9, 12, 1}, 10).ok());
+}
+
 TEST(ModelTest, CnnLayoutIsNamedContiguousAndAligned) {
   auto m = Make("cnn", 1);
   const auto& t = m->store().trainable();

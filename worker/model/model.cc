@@ -9,9 +9,10 @@
 namespace mirrored::model {
 
 StatusOr<std::unique_ptr<Model>> Model::Create(const std::string& name, std::unique_ptr<Backend> backend,
-                                               uint64_t seed) {
-  MIRRORED_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Layer>> layers, BuildZooLayers(name));
-  return std::make_unique<Model>(name, std::move(backend), std::move(layers), Shape3{28, 28, 1}, 10, seed);
+                                               uint64_t seed, Shape3 input, int classes) {
+  MIRRORED_RETURN_IF_ERROR(CheckZooInput(name, input, classes));
+  MIRRORED_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Layer>> layers, BuildZooLayers(name, classes));
+  return std::make_unique<Model>(name, std::move(backend), std::move(layers), input, classes, seed);
 }
 
 Model::Model(std::string name, std::unique_ptr<Backend> backend, std::vector<std::unique_ptr<Layer>> layers,

@@ -24,9 +24,11 @@ namespace mirrored::model {
 
 class Model {
  public:
-  // A named model from the zoo. InvalidArgument for an unknown name.
+  // A named model from the zoo for `input` images and `classes` classes
+  // (by default Fashion-MNIST's). InvalidArgument for an unknown name or
+  // an input the model cannot take (model_zoo.h's CheckZooInput).
   static StatusOr<std::unique_ptr<Model>> Create(const std::string& name, std::unique_ptr<Backend> backend,
-                                                 uint64_t seed);
+                                                 uint64_t seed, Shape3 input = {28, 28, 1}, int classes = 10);
   // Any stack of layers (tests): input shape per example, `classes` logits.
   Model(std::string name, std::unique_ptr<Backend> backend, std::vector<std::unique_ptr<Layer>> layers, Shape3 input,
         int classes, uint64_t seed);
