@@ -20,9 +20,10 @@
 #include "common/status.h"
 #include "common/unknown_flags.h"
 #include "mirrored/config.h"
-#include "worker/data/fashion_mnist.h"
+#include "worker/data/training_data.h"
 #include "worker/eval/evaluator.h"
 #include "worker/eval/stop_signal.h"
+#include "worker/model/model_zoo.h"
 #include "worker/train/mirrored_strategy.h"
 #include "worker/train/interrupt_report.h"
 #include "worker/train/preemption.h"
@@ -50,6 +51,15 @@ int FailBeforeJoining(const Status& error) {
   return ExitCodeFor(error);
 }
 
+// A training task's --data, headers only, and whether --model can take
+// its images: milliseconds, before the task joins a job.
+Status CheckTrainingData(const WorkerOptions& options) {
+  MIRRORED_ASSIGN_OR_RETURN(data::ImageSetShape shape,
+                            data::TrainingData::CheckFiles(options.data_dir, options.validate));
+  // The class count needs the labels read (0 here for NumPy data): Trainer checks it.
+  return model::CheckZooInput(options.model, {shape.height, shape.width, shape.channels}, std::max(shape.classes, 1));
+}
+
 // --check-flags (mirrored-launch --dry-run): after the flags, what the task
 // would check first when it starts, in a millisecond, joining nothing and
 // writing nothing: its TF_CONFIG and the data files it reads (a training
@@ -58,10 +68,8 @@ int FailBeforeJoining(const Status& error) {
 int CheckWithoutRunning(const WorkerOptions& options) {
   auto config = ResolveTfConfig(std::nullopt);
   Status s = config.status();
-  if (s.ok()) {
-    s = config->IsEvaluator() ? data::FashionMnist::CheckTestFiles(options.data_dir)
-                              : data::FashionMnist::CheckFiles(options.data_dir, options.validate);
-  }
+  if (s.ok()) s = config->IsEvaluator() ? data::TrainingData::CheckTestFiles(options.data_dir).status()
+                                        : CheckTrainingData(options);
   if (s.ok()) return kExitSuccess;
   std::cerr << "mirrored-worker: error: " << s.message() << "\n";
   return ExitCodeFor(s);
@@ -124,7 +132,7 @@ int ReportDone(const std::string& task, const TrainSummary& summary, bool chief)
 
 // Trains on a formed job, then leaves it (the exit barrier) and reports.
 int TrainAndReport(const WorkerOptions& options, const ClusterConfig& config, const std::string& task,
-                   MirroredStrategy& strategy, const data::FashionMnist& data) {
+                   MirroredStrategy& strategy, const data::TrainingData& data) {
   // A Ctrl-C on this task's host alone ends it as SIGINT does, but tells the
   // others why first: they stop naming it, and their launchers do not
   // restart the job. Under `local` every task gets the Ctrl-C at once.
@@ -153,14 +161,14 @@ int RunTrainingTask(const WorkerOptions& options, const ClusterConfig& config, c
   SetStrategyFlags(options, *device, so);
   // A wrong --data fails now, before joining (and says so to the chief's
   // service), not once every task has registered.
-  if (Status files = data::FashionMnist::CheckFiles(options.data_dir, options.validate); !files.ok()) {
+  if (Status files = CheckTrainingData(options); !files.ok()) {
     return FailAndTell(task, config, so, files);
   }
   Preemption::Install();  // SIGTERM: stop at the next agreed step, checkpoint, exit 143
   // The dataset loads while the job forms (registration, Gloo rendezvous):
   // the two are independent and each takes a good part of the start-up.
   auto loading = std::async(std::launch::async, [&options] {
-    return data::FashionMnist::Load(options.data_dir, options.validate);
+    return data::TrainingData::Load(options.data_dir, options.validate);
   });
   JoinAttempt attempt;
   auto strategy = MirroredStrategy::Create(config, so, &attempt);

@@ -55,6 +55,10 @@ void RegisterTlsFlags(CLI::App& app, coordination::TlsFiles& tls) {
 
 }  // namespace
 
+constexpr const char* kDataHelp =
+    "Training data: a directory of Fashion-MNIST IDX files (gzipped), an .npz with x_train, y_train, x_test, y_test "
+    "(np.savez), or a directory of those four .npy files";
+
 void WorkerOptions::Register(CLI::App& app) {
   // A flag given twice takes its last value, as argparse and absl do: a
   // script's defaults followed by the user's own (scripts/run-demo.sh
@@ -63,7 +67,7 @@ void WorkerOptions::Register(CLI::App& app) {
   app.add_option("--model", model, "Model: mlp, cnn or resnet")
       ->capture_default_str()
       ->each([this](const std::string&) { model_given = true; });
-  app.add_option("--data", data_dir, "Directory with the Fashion-MNIST IDX files (gzipped)")->capture_default_str();
+  app.add_option("--data", data_dir, kDataHelp)->capture_default_str();
   app.add_option("--epochs", epochs, "Epochs to train")
       ->capture_default_str()
       ->transform(DecimalInteger<int64_t>());

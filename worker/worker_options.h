@@ -26,7 +26,7 @@ struct WorkerOptions {
   // Model and data.
   std::string model = "cnn";
   bool model_given = false;  // --model was on the command line (the evaluator takes a checkpoint's own)
-  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";  // or an .npz, or a directory of .npy (training_data.h)
   int64_t epochs = 1;
   int64_t max_steps = 0;  // 0: no limit beyond --epochs
   int64_t batch_per_replica = 64;

@@ -11,7 +11,7 @@
 #include "common/run_dir/run_dir_lock.h"
 #include "worker/checkpoint/evaluator_lease.h"
 #include "worker/checkpoint/training_done.h"
-#include "worker/data/fashion_mnist.h"
+#include "worker/data/training_data.h"
 #include "worker/eval/checkpoint_follower.h"
 #include "worker/eval/checkpoints_dir_wait.h"
 #include "worker/eval/evaluation_log.h"
@@ -43,7 +43,7 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
     (void)EvaluatorLease::Stop(env, options.run_dir);
     return s;
   };
-  auto data = data::FashionMnist::LoadTest(options.data_dir);  // the test split is all it evaluates on
+  auto data = data::TrainingData::LoadTest(options.data_dir);  // the test split is all it evaluates on
   if (!data.ok()) return setup_failed(data.status());
   auto log = EvaluationLog::Open(options.run_dir);
   if (!log.ok()) return setup_failed(log.status());

@@ -37,7 +37,7 @@ TestSetEvaluator::Result EvaluateOn(model::Model& model, const data::Dataset& te
 }  // namespace
 
 StatusOr<std::unique_ptr<TestSetEvaluator>> TestSetEvaluator::Create(const WorkerOptions& options,
-                                                                     data::FashionMnist data) {
+                                                                     data::TrainingData data) {
   // --device: the evaluator runs one model copy, on the first visible GPU
   // (auto, when there is one; a local job's launcher hides the workers'
   // GPUs from it) or on the CPU.
@@ -75,7 +75,11 @@ StatusOr<TestSetEvaluator::Result> TestSetEvaluator::Evaluate(const LoadedCheckp
     }
     if (!model_ || model_->name() != st.model) {
       MIRRORED_ASSIGN_OR_RETURN(auto backend, MakeBackend());
-      MIRRORED_ASSIGN_OR_RETURN(model_, model::Model::Create(st.model, std::move(backend), 0));
+      // Built for --data's images and classes: a checkpoint of other
+      // shapes does not fit it (RestoreModel names the tensor).
+      const data::ImageSetShape& s = data_.shape();
+      MIRRORED_ASSIGN_OR_RETURN(model_, model::Model::Create(st.model, std::move(backend), 0,
+                                                             {s.height, s.width, s.channels}, s.classes));
     }
     MIRRORED_RETURN_IF_ERROR(RestoreModel(checkpoint, *model_, nullptr));
     return EvaluateOn(*model_, data_.test());

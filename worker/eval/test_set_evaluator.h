@@ -1,6 +1,7 @@
 // The evaluator's model: one copy on the evaluator's device (--device: the
 // first visible GPU, or the CPU), into which each checkpoint's weights are
-// restored and scored on the whole Fashion-MNIST test set.
+// restored and scored on the whole test set of --data (built for its
+// image shape and class count).
 //
 //   MIRRORED_ASSIGN_OR_RETURN(auto scorer, TestSetEvaluator::Create(options, std::move(data)));
 //   MIRRORED_ASSIGN_OR_RETURN(TestSetEvaluator::Result r, scorer->Evaluate(loaded_checkpoint));
@@ -12,7 +13,7 @@
 
 #include "common/run_dir/checkpoint_reader.h"
 #include "common/status.h"
-#include "worker/data/fashion_mnist.h"
+#include "worker/data/training_data.h"
 #include "worker/model/model.h"
 #include "worker/worker_options.h"
 
@@ -27,7 +28,7 @@ class TestSetEvaluator {
   // Picks the device and binds this thread to it (a GPU). `data` is the
   // data set whose test split is evaluated. Errors: --device's (none of the
   // kind asked for), Internal when the GPU cannot be bound.
-  static StatusOr<std::unique_ptr<TestSetEvaluator>> Create(const WorkerOptions& options, data::FashionMnist data);
+  static StatusOr<std::unique_ptr<TestSetEvaluator>> Create(const WorkerOptions& options, data::TrainingData data);
 
   // Restores `checkpoint`'s weights into a model of the kind its state.json
   // names (made anew when that changes; an explicit --model that differs is
@@ -37,13 +38,13 @@ class TestSetEvaluator {
   StatusOr<Result> Evaluate(const LoadedCheckpoint& checkpoint);
 
  private:
-  TestSetEvaluator(const WorkerOptions& options, data::FashionMnist data, int gpu)
+  TestSetEvaluator(const WorkerOptions& options, data::TrainingData data, int gpu)
       : model_given_(options.model_given), model_option_(options.model), data_(std::move(data)), gpu_(gpu) {}
   StatusOr<std::unique_ptr<model::Backend>> MakeBackend() const;
 
   const bool model_given_;  // --model given explicitly: checked against each checkpoint's
   const std::string model_option_;
-  data::FashionMnist data_;
+  data::TrainingData data_;
   const int gpu_;  // -1: the CPU
   std::unique_ptr<model::Model> model_;
   bool said_model_ = false;

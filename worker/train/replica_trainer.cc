@@ -78,7 +78,8 @@ Status ReplicaTrainer::CreateModel() {
     model::SetCpuThreadsForThisThread(trainer_.threads_per_replica_);
     backend = model::MakeCpuBackend();
   }
-  MIRRORED_ASSIGN_OR_RETURN(model_, model::Model::Create(options_.model, std::move(backend), options_.seed));
+  MIRRORED_ASSIGN_OR_RETURN(model_, model::Model::Create(options_.model, std::move(backend), options_.seed,
+                                                               trainer_.input_shape(), trainer_.data_.shape().classes));
   MIRRORED_ASSIGN_OR_RETURN(optimizer_, model::Optimizer::Create(options_.optimizer,
                                                                  static_cast<float>(options_.EffectiveLearningRate())));
   optimizer_->Bind(&model_->store(), &model_->backend());

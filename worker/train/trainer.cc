@@ -7,22 +7,25 @@
 #include "common/logging.h"
 #include "worker/checkpoint/training_done.h"
 #include "worker/checkpoint/training_start.h"
+#include "worker/model/cpu_backend.h"
+#include "worker/model/model.h"
+#include "worker/model/model_zoo.h"
 #include "worker/train/replica_trainer.h"
 #include "worker/train/training_settings.h"
 
 namespace mirrored {
 
 StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy) {
-  MIRRORED_ASSIGN_OR_RETURN(data::FashionMnist data, data::FashionMnist::Load(options.data_dir, options.validate));
+  MIRRORED_ASSIGN_OR_RETURN(data::TrainingData data, data::TrainingData::Load(options.data_dir, options.validate));
   return Train(options, strategy, data);
 }
 
 StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy,
-                             const data::FashionMnist& data) {
+                             const data::TrainingData& data) {
   return Trainer(options, strategy, data).Run();
 }
 
-Trainer::Trainer(const WorkerOptions& options, MirroredStrategy& strategy, const data::FashionMnist& data)
+Trainer::Trainer(const WorkerOptions& options, MirroredStrategy& strategy, const data::TrainingData& data)
     : options_(options), strategy_(strategy), data_(data) {}
 
 StatusOr<TrainSummary> Trainer::Run() {
@@ -40,8 +43,12 @@ StatusOr<TrainSummary> Trainer::Run() {
 Status Trainer::Plan() {
   // A task started with another model, batch or schedule would send
   // collectives of other sizes at other steps: refuse before the first one.
-  MIRRORED_RETURN_IF_ERROR(
-      strategy_.CheckTasksAgree(TrainingSettings(options_, data_.train().size(), data_.test().size())));
+  // The data's image shape and classes size the model's tensors.
+  auto settings = TrainingSettings(options_, data_.train().size(), data_.test().size());
+  settings.emplace_back("images (--data)", data_.shape().ImageString());
+  settings.emplace_back("classes (--data)", std::to_string(data_.shape().classes));
+  MIRRORED_RETURN_IF_ERROR(strategy_.CheckTasksAgree(settings));
+  MIRRORED_RETURN_IF_ERROR(model::CheckZooInput(options_.model, input_shape(), data_.shape().classes));
   // Every task has the same device kind and precision: all refuse alike.
   MIRRORED_ASSIGN_OR_RETURN(precision_, model::ParsePrecision(options_.precision));
   if (!strategy_.on_gpu()) MIRRORED_RETURN_IF_ERROR(model::CheckCpuPrecision(precision_));
@@ -94,6 +101,7 @@ Status Trainer::FindResumePoint() {
   auto latest = reader.LoadLatest(/*start_over_if_all_damaged=*/options_.restart_from_scratch);
   if (!latest.ok()) return latest.status().code() == StatusCode::kNotFound ? OkStatus() : latest.status();
   MIRRORED_RETURN_IF_ERROR(CheckResumable(latest->info));
+  MIRRORED_RETURN_IF_ERROR(CheckFitsData(*latest));
   const CheckpointState& st = latest->info.state;
   // Epochs counted from 1, as in the progress, metrics and evaluator lines.
   MIRRORED_LOG(INFO) << "resuming from " << latest->info.dir << " (step " << latest->info.step << ", "
@@ -122,6 +130,27 @@ Status Trainer::CheckResumable(const CheckpointInfo& latest) const {
                           << (st.step_in_epoch > 0 ? ", and the rest of epoch " + std::to_string(st.epoch + 1) +
                                                          " repeats some of its examples and skips others"
                                                    : "");
+  }
+  return OkStatus();
+}
+
+Status Trainer::CheckFitsData(const LoadedCheckpoint& latest) const {
+  // The state does not record the data's shape; the tensors show it.
+  MIRRORED_ASSIGN_OR_RETURN(auto model, model::Model::Create(options_.model, model::MakeCpuBackend(), 0, input_shape(),
+                                                             data_.shape().classes));
+  auto dims = [](const std::vector<int64_t>& shape) {
+    std::string s;
+    for (int64_t d : shape) s += (s.empty() ? "" : ",") + std::to_string(d);
+    return "[" + s + "]";
+  };
+  for (const auto& t : model->store().trainable()) {
+    const auto* there = latest.model.Find(t.name);
+    if (there == nullptr || there->shape == t.shape) continue;  // a missing tensor: the restore names it
+    return InvalidArgumentError("--data " + options_.data_dir + " gives " + data_.shape().ImageString() +
+                                " images in " + std::to_string(data_.shape().classes) + " classes, but " +
+                                latest.info.dir + " was trained on other data (tensor " + t.name + " is " +
+                                dims(there->shape) + " there, " + dims(t.shape) +
+                                " for this data): use another --run-dir");
   }
   return OkStatus();
 }

@@ -27,7 +27,8 @@
 #include "worker/checkpoint/checkpoint_writer.h"
 #include "common/run_dir/run_dir_lock.h"
 #include "worker/data/batch_sampler.h"
-#include "worker/data/fashion_mnist.h"
+#include "worker/data/training_data.h"
+#include "worker/model/layer.h"
 #include "worker/model/precision.h"
 #include "worker/train/chief_log.h"
 #include "worker/train/mirrored_strategy.h"
@@ -53,7 +54,7 @@ struct TrainSummary {
 // Trains on `data` (options.data_dir loaded by the caller, e.g. while the
 // strategy was forming, with the test split when options.validate).
 StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy,
-                             const data::FashionMnist& data);
+                             const data::TrainingData& data);
 // Loads options.data_dir, then trains.
 StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy);
 
@@ -67,11 +68,12 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
 //   StatusOr<TrainSummary> r = trainer.Run();
 class Trainer {
  public:
-  Trainer(const WorkerOptions& options, MirroredStrategy& strategy, const data::FashionMnist& data);
+  Trainer(const WorkerOptions& options, MirroredStrategy& strategy, const data::TrainingData& data);
 
   // Trains every local replica to the last step (or a SIGTERM). Errors:
   // InvalidArgument (tasks that disagree, a batch larger than the data, a
-  // run directory of another model), the run directory's, the replicas'.
+  // model that cannot take the data's images, a run directory of another
+  // model), the run directory's, the replicas'.
   StatusOr<TrainSummary> Run();
 
  private:
@@ -87,9 +89,16 @@ class Trainer {
   // model's or optimizer's).
   Status FindResumePoint();
   Status CheckResumable(const CheckpointInfo& latest) const;
+  // Whether the checkpoint's tensors fit the model --data's images and
+  // classes need (not so when it was trained on other data).
+  Status CheckFitsData(const LoadedCheckpoint& latest) const;
   // Where this run starts (log, training_start, validation owed) and the writer.
   Status RecordStart();
   void LogPlan() const;
+  // The data's image shape, as the model takes it.
+  model::Shape3 input_shape() const {
+    return {data_.shape().height, data_.shape().width, data_.shape().channels};
+  }
   // Splits this process's CPU threads among its replicas.
   void SplitCpuThreads();
   void LogCpuThreads(int budget) const;
@@ -102,7 +111,7 @@ class Trainer {
 
   const WorkerOptions& options_;
   MirroredStrategy& strategy_;
-  const data::FashionMnist& data_;
+  const data::TrainingData& data_;
 
   // Plan(): the same on every task.
   model::Precision precision_ = model::Precision::kFp32;
