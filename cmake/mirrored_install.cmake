@@ -42,6 +42,7 @@ configure_package_config_file(cmake/mirroredConfig.cmake.in
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/mirroredConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/mirroredConfig.cmake ${PROJECT_BINARY_DIR}/mirroredConfigVersion.cmake
+  cmake/find_cuda_toolkit.cmake
   DESTINATION ${_mirrored_cmake} COMPONENT development)
 
 install(FILES worker/examples/CMakeLists.txt worker/examples/custom_training_loop.cc
