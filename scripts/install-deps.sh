@@ -29,6 +29,7 @@ if [ "$want_test" = 1 ]; then
   packages+=(iproute2 procps python3 python3-yaml shellcheck slurmctld slurmd slurm-client munge)
   # The interop tests (tests/programs/): the venv that scripts/interop-venv.sh
   # makes for TensorFlow, and PyTorch 1.13 + torchrun (595 MB, ~2 min of apt).
+  # python3-venv also serves the manifests' schema check (tests/deploy/schema_venv.sh).
   packages+=(python3-venv python3-torch)
 fi
 if [ "$want_bench" = 1 ]; then

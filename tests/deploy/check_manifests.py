@@ -4,11 +4,14 @@ objects mirrored relies on hold together (Service <-> subdomain <-> Job,
 replica counts <-> MIRRORED_K8S_NUM_WORKERS, ports, shared ReadWriteMany
 volume, restart policies, GPU requests), and every built-in object plus every
 pod template of the TFJob passes the Kubernetes OpenAPI schema (strict) with
-kubernetes-validate when it is installed or installable from PyPI.
+kubernetes-validate (the oldest Kubernetes these templates support and the
+newest known) when the interpreter has it: check_manifests.sh runs this with
+the venv of tests/deploy/schema_venv.sh.
 
 `kubectl apply --dry-run=client` is not used: it needs an API server for
 discovery even in client mode, and none is reachable in CI.
 
+  tests/deploy/check_manifests.sh deploy/kubernetes     # with the venv's kubernetes-validate
   python3 tests/deploy/check_manifests.py deploy/kubernetes
 Exit status: 0 ok, 1 a check failed (each failure printed).
 """
@@ -155,13 +158,14 @@ def check_indexed_jobs(docs, claims):
               f"{where}: MIRRORED_K8S_JOB_NAME must be the Job's name (or the pod label job-name)")
 
 
+# The oldest Kubernetes whose Job schema takes these podFailurePolicy rules
+# (1.26-1.28 require onPodConditions in every rule), and the newest known.
+OLDEST_SCHEMA = "1.29.0"
+
+
 def schema_validator():
-    """kubernetes_validate.validate, installing it from PyPI if missing; None if impossible."""
-    try:
-        import kubernetes_validate  # noqa: F401
-    except ImportError:
-        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "kubernetes-validate"],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120, check=False)
+    """kubernetes_validate, or None when this interpreter lacks it
+    (check_manifests.sh runs this file with tests/deploy/schema_venv.sh's)."""
     try:
         import kubernetes_validate
     except ImportError:
@@ -172,9 +176,9 @@ def schema_validator():
 def schema_check(path, docs):
     kv = schema_validator()
     if kv is None:
-        print(f"note: kubernetes-validate unavailable (pip install failed): {path.name} had structural checks only")
+        print(f"note: kubernetes-validate unavailable to {sys.executable}: {path.name} had structural checks only")
         return
-    version = kv.latest_version()
+    versions = [OLDEST_SCHEMA, kv.latest_version()]
     for d in docs:
         targets = [(f"{d['kind']} {d['metadata']['name']}", d)]
         if d["kind"] == "TFJob":  # a CRD: no schema offline; its pod templates are core objects
@@ -184,11 +188,12 @@ def schema_check(path, docs):
                          "template": spec["template"]})
                        for rtype, spec in d["spec"]["tfReplicaSpecs"].items()]
         for what, obj in targets:
-            try:
-                kv.validate(obj, version, strict=True)
-                print(f"ok: {path.name}: {what} passes the Kubernetes {version} schema (strict)")
-            except kv.ValidationError as e:
-                failures.append(f"{path.name}: {what}: schema: {e.message} at {list(e.path)}")
+            for version in versions:
+                try:
+                    kv.validate(obj, version, strict=True)
+                except kv.ValidationError as e:
+                    failures.append(f"{path.name}: {what}: Kubernetes {version} schema: {e.message} at {list(e.path)}")
+            print(f"ok: {path.name}: {what} checked against the Kubernetes {' and '.join(versions)} schemas (strict)")
 
 
 def main():
