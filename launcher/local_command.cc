@@ -119,6 +119,27 @@ void WarnAboutReplicaThreads(const LocalJobOptions& options, int cores, std::ost
   }
 }
 
+// The visible GPUs split evenly (no --gpus-per-worker) may leave some
+// idle, or every worker without one: said, since a job that trains on CPU
+// replicas beside an idle GPU looks like a slow GPU job.
+void WarnAboutIdleGpus(const LocalJobOptions& options, std::ostream& err) {
+  const int visible = static_cast<int>(options.visible_gpus.size());
+  if (visible == 0 || options.gpus_per_worker) return;
+  const int for_workers = visible - options.evaluator_gpus.value_or(0);
+  if (for_workers <= 0) return;
+  const int per_worker = for_workers / options.workers;
+  const int idle = for_workers - per_worker * options.workers;
+  if (per_worker == 0) {
+    err << "mirrored-launch: warning: " << for_workers << " GPU(s) for " << options.workers
+        << " workers: split evenly, each worker gets none and trains on CPU replicas while the GPU(s) stay idle; "
+           "one worker drives every GPU of this host (--workers 1), or give --gpus-per-worker\n";
+  } else if (idle > 0) {
+    err << "mirrored-launch: warning: " << for_workers << " GPUs for " << options.workers << " workers: "
+        << per_worker << " each, " << idle << " left idle (--workers " << for_workers
+        << " or a divisor of it uses every one)\n";
+  }
+}
+
 }  // namespace
 
 Status LocalCommand::CheckFlags() const {
@@ -184,6 +205,7 @@ int LocalCommand::Run(std::ostream& out, std::ostream& err) {
   const int cores = UsableCpuCores();
   options.omp_num_threads = ThreadsPerWorker(workers_, cores, env, err);
   WarnAboutReplicaThreads(options, cores, err);
+  WarnAboutIdleGpus(options, err);
   StatusOr<LocalJobPlan> plan = PlanLocalJob(options);
   if (!plan.ok()) {
     if (made_run_dir) rmdir(options.run_dir.c_str());

@@ -229,6 +229,30 @@ TEST_F(LaunchLocalTest, DryRunPrintsEveryTaskAndStartsNothing) {
   EXPECT_FALSE(fs::exists(dir_ / "run/logs"));
 }
 
+// The visible GPUs split evenly: a split that leaves every worker without
+// a GPU, or some GPUs idle, is said; an even one is not.
+TEST_F(LaunchLocalTest, GpusLeftIdleByTheEvenSplitAreWarnedAbout) {
+  auto dry_run = [&](const std::string& visible, const std::string& workers, std::string* out) {
+    auto child = ChildProcess::Spawn({kLauncher, "local", "--run-dir", (dir_ / "run").string(), "--dry-run",
+                                      "--worker-binary", kFakeWorker, "--workers", workers},
+                                     {"PATH=/usr/bin:/bin", "CUDA_VISIBLE_DEVICES=" + visible});
+    EXPECT_TRUE(child.ok()) << child.status();
+    return child.ok() ? Finish(*child, out) : -1;
+  };
+  std::string out;
+  EXPECT_EQ(dry_run("0", "2", &out), 0) << out;
+  EXPECT_NE(out.find("mirrored-launch: warning: 1 GPU(s) for 2 workers: split evenly, each worker gets none and "
+                     "trains on CPU replicas"),
+            std::string::npos)
+      << out;
+  out.clear();
+  EXPECT_EQ(dry_run("0,1,2", "2", &out), 0) << out;
+  EXPECT_NE(out.find("mirrored-launch: warning: 3 GPUs for 2 workers: 1 each, 1 left idle"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(dry_run("0,1", "2", &out), 0) << out;
+  EXPECT_EQ(out.find("warning"), std::string::npos) << out;
+}
+
 // --evaluator-gpus: the evaluator's own GPUs, the next after the workers',
 // shown by --dry-run as the workers' are; refused, exit 2, when too few are
 // visible or no evaluator runs. The GPUs are CUDA_VISIBLE_DEVICES's.
