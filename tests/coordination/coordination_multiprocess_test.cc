@@ -212,18 +212,12 @@ TEST_F(CoordinationMultiprocessTest, SigkilledChiefMakesWorkersExit3NamingIt) {
 TEST_F(CoordinationMultiprocessTest, CleanRunExitsZeroThroughTheExitBarrier) {
   StartJob(3, "exit");
   ReapAll(nullptr, Clock::now() + std::chrono::seconds(20));
-  const Child* chief = nullptr;
+  // Every task passed the exit barrier (the chief is held there until all
+  // have arrived; the order of the processes' ends after it is free).
   for (const Child& c : children_) {
     ASSERT_TRUE(c.exit_code.has_value()) << c.task;
     EXPECT_EQ(*c.exit_code, 0) << ReadFile(c.log);
     EXPECT_NE(ReadFile(c.log).find("EXIT " + c.task + " OK"), std::string::npos) << ReadFile(c.log);
-    if (c.task == "chief:0" || (chief == nullptr && c.task == "worker:0")) chief = &c;
-  }
-  // The service's host leaves last: the exit barrier holds it until every
-  // other task is through.
-  ASSERT_NE(chief, nullptr);
-  for (const Child& c : children_) {
-    if (&c != chief) EXPECT_LE(c.exited_at, chief->exited_at) << c.task << " exited after the chief";
   }
 }
 
