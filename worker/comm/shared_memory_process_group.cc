@@ -222,9 +222,10 @@ Status SharedMemoryProcessGroup::Arrive(const char* what) {
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
       return DeadlineExceededError(
-          std::string("shared-memory ") + what + " #" + std::to_string(operations_) + ": waited " +
-          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - start).count()) + " s for " +
-          std::to_string(options_.size - 1) + " other process(es) of this host (the collective timeout)");
+          std::string("shared-memory ") + what + " #" + std::to_string(operations_) + ": not every one of the " +
+          std::to_string(options_.size - 1) + " other process(es) of this host came within " +
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - start).count()) +
+          " s (the collective timeout)");
     }
     FutexWait(&header_->generation, generation, std::min<std::chrono::nanoseconds>(kLongestSleep, deadline - now));
   }
