@@ -4,6 +4,12 @@
 # count, and threads per replica (the cores split evenly).
 #
 #   bench/training/compare.sh BUILD_DIR [--steps 300] [--models "mlp cnn"] [--replicas "1 2 4"]
+#   TORCH_PYTHON=~/.cache/mirrored/bench-torch-venv/bin/python bench/training/compare.sh BUILD_DIR ...
+#
+# TORCH_PYTHON is the peer's interpreter: Debian's /usr/bin/python3 (torch
+# 1.13 on reference BLAS, run through torchrun_shim.py) by default, or a
+# venv with PyPI's torch (MKL + oneDNN: the fair peer; make it with
+# bench/training/torch_venv.sh), run with its own torchrun.
 #
 # mirrored runs two ways: one worker with N CPU replicas (threads, shared
 # memory reduction) and N workers with one replica each (processes, Gloo).
@@ -38,7 +44,14 @@ print("%.1f" % (sum(r["samples_per_sec"] for r in rows) / len(rows)))
 PY
 }
 
+torch_python=${TORCH_PYTHON:-/usr/bin/python3}
+if [ "$torch_python" = /usr/bin/python3 ]; then
+  torchrun=("$torch_python" "$here/torchrun_shim.py")  # torchrun 1.13 crashes on Python 3.11 without it
+else
+  torchrun=("$torch_python" -m torch.distributed.run --standalone)
+fi
 echo "# training throughput, samples/s; $cores cores; per-replica batch $batch; $steps steps (first $warm warm-up)"
+echo "# peer: $("$torch_python" -c 'import torch; print("torch", torch.__version__, "MKL" if torch.backends.mkl.is_available() else "no MKL", "oneDNN" if torch.backends.mkldnn.is_available() else "no oneDNN")' 2>&1 | tail -1) ($torch_python)"
 echo "# $(date -u +%F) $(uname -m); threads per replica = max(1, cores / replicas)"
 printf "%-6s %8s %14s %14s %14s %10s %10s\n" model replicas mirrored/thr mirrored/proc ddp/gloo thr/ddp proc/ddp
 for model in $models; do
@@ -51,7 +64,7 @@ for model in $models; do
     thr=$(mirrored_sps "$tmp/t/metrics.jsonl")
     "$bin/mirrored-launch" local --workers "$n" --cpu-replicas 1 --run-dir "$tmp/p" -- "${common[@]}" > /dev/null 2>&1
     proc=$(mirrored_sps "$tmp/p/metrics.jsonl")
-    ddp=$(cd "$tmp" && /usr/bin/python3 "$here/torchrun_shim.py" --nproc_per_node "$n" --master_port $((29500 + RANDOM % 1000)) \
+    ddp=$(cd "$tmp" && "${torchrun[@]}" --nproc_per_node "$n" --master_port $((29500 + RANDOM % 1000)) \
             "$here/ddp_train.py" --model "$model" --steps "$steps" --warmup "$warm" --batch-per-replica "$batch" \
             --threads "$threads" 2>/dev/null | awk '/samples_per_sec/ {print $2}')
     printf "%-6s %8d %14s %14s %14s %10.2f %10.2f\n" "$model" "$n" "$thr" "$proc" "$ddp" \
