@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <optional>
 #include <sys/stat.h>
 
@@ -89,21 +88,6 @@ std::optional<CoreShare> CoreShareOf(const ClusterConfig& config, const Environm
   return CoreShare{.tasks_here = here, .cores = cores, .threads = std::max(1, cores / here), .replaced = user};
 }
 
-// What a user's program gets instead of mirrored-worker's --run-dir: the
-// run directory, and for a training task torch.distributed's variables.
-void AddUserProgramEnvironment(const ClusterConfig& config, const std::string& run_dir, int generation,
-                               int max_restarts, TaskLaunch& t) {
-  t.reports_liveness = false;
-  t.env.push_back(std::string(kRunDirVariable) + "=" + run_dir);
-  AddUnbufferedPython(t.env);
-  if (std::optional<TorchWorld> world = TorchWorldOf(config.cluster, config.task)) {
-    t.error_file = run_dir + "/logs/" + t.name + ".error.json";
-    const std::string run_id = std::filesystem::path(run_dir).filename().string();
-    for (std::string& e : TorchDistributedEnvironment(*world, generation, max_restarts, run_id, t.error_file))
-      t.env.push_back(std::move(e));
-  }
-}
-
 }  // namespace
 
 StatusOr<TaskProgram> ClusterCommand::ProgramFor(const ClusterConfig& config, const EnvironmentMap& env) const {
@@ -152,7 +136,7 @@ StatusOr<TaskLaunch> ClusterCommand::PlanTask(const EnvironmentMap& env, int gen
   if (program.is_mirrored_worker) {
     t.argv.insert(t.argv.end(), {"--run-dir", run_dir});
   } else {
-    AddUserProgramEnvironment(config, run_dir, generation, max_restarts_, t);
+    AddUserProgramEnvironment(config.cluster, config.task, run_dir, generation, max_restarts_, t);
   }
   t.log_path = run_dir + "/logs/" + t.name + ".log";
   return t;

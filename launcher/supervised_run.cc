@@ -139,8 +139,8 @@ Status CheckHangTimeout(double hang_timeout_sec) {
   return OkStatus();
 }
 
-std::chrono::milliseconds DurationOfSeconds(double grace_period_sec) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(grace_period_sec));
+std::chrono::milliseconds DurationOfSeconds(double seconds) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(seconds));
 }
 
 int ReportError(std::ostream& err, const Status& status) {

@@ -48,7 +48,7 @@ Status CheckSupervisionFlags(int max_restarts, double grace_period_sec);
 // --hang-timeout is 0 (off) to kMaxHangTimeout: InvalidArgument naming it.
 Status CheckHangTimeout(double hang_timeout_sec);
 // A seconds flag (--grace-period, --hang-timeout) as the supervisor takes it (whole milliseconds).
-std::chrono::milliseconds DurationOfSeconds(double grace_period_sec);
+std::chrono::milliseconds DurationOfSeconds(double seconds);
 // --grace-period's default, in the flag's seconds.
 inline constexpr double kDefaultGracePeriodSec = std::chrono::duration<double>(kDefaultGracePeriod).count();
 

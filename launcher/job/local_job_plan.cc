@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <random>
 #include <regex>
 
@@ -229,7 +228,7 @@ TaskLaunch LocalJobPlan::MakeTask(const TaskId& task, const std::vector<std::str
   if (program.is_mirrored_worker) {
     t.argv.insert(t.argv.end(), {"--run-dir", options_.run_dir});
   } else {
-    AddUserProgramEnvironment(task, generation, t);
+    AddUserProgramEnvironment(cluster_, task, options_.run_dir, generation, options_.max_restarts, t);
   }
   // No GPU for this task: hide every device so it runs on the CPU.
   t.env.push_back("CUDA_VISIBLE_DEVICES=" + Join(gpus, ","));
@@ -238,18 +237,6 @@ TaskLaunch LocalJobPlan::MakeTask(const TaskId& task, const std::vector<std::str
   }
   t.log_path = options_.run_dir + "/logs/" + t.name + ".log";
   return t;
-}
-
-void LocalJobPlan::AddUserProgramEnvironment(const TaskId& task, int generation, TaskLaunch& t) const {
-  t.reports_liveness = false;  // only mirrored-worker writes signs of life
-  t.env.push_back(std::string(kRunDirVariable) + "=" + options_.run_dir);
-  AddUnbufferedPython(t.env);
-  if (std::optional<TorchWorld> world = TorchWorldOf(cluster_, task)) {
-    t.error_file = options_.run_dir + "/logs/" + t.name + ".error.json";
-    const std::string run_id = std::filesystem::path(options_.run_dir).filename().string();
-    for (std::string& e : TorchDistributedEnvironment(*world, generation, options_.max_restarts, run_id, t.error_file))
-      t.env.push_back(std::move(e));
-  }
 }
 
 std::vector<TaskLaunch> LocalJobPlan::Tasks(int generation, const std::vector<std::string>& base_env) const {

@@ -66,8 +66,6 @@ class LocalJobPlan {
   // without what the launcher sets.
   TaskLaunch MakeTask(const TaskId& task, const std::vector<std::string>& gpus, int generation,
                       const std::vector<std::string>& inherited) const;
-  // What a user's program gets instead of mirrored-worker's flags.
-  void AddUserProgramEnvironment(const TaskId& task, int generation, TaskLaunch& t) const;
   LocalJobOptions options_;
   std::vector<PortReservation> ports_;          // held for the job's lifetime
   ClusterSpec cluster_;                         // the workers at their ports: every task's TF_CONFIG cluster

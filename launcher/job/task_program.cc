@@ -184,6 +184,19 @@ std::vector<std::string> TorchDistributedEnvironment(const TorchWorld& world, in
   return env;
 }
 
+void AddUserProgramEnvironment(const ClusterSpec& cluster, const TaskId& task, const std::string& run_dir,
+                               int generation, int max_restarts, TaskLaunch& t) {
+  t.reports_liveness = false;  // only mirrored-worker writes signs of life
+  t.env.push_back(std::string(kRunDirVariable) + "=" + run_dir);
+  AddUnbufferedPython(t.env);
+  if (std::optional<TorchWorld> world = TorchWorldOf(cluster, task)) {
+    t.error_file = run_dir + "/logs/" + t.name + ".error.json";
+    const std::string run_id = std::filesystem::path(run_dir).filename().string();
+    for (std::string& e : TorchDistributedEnvironment(*world, generation, max_restarts, run_id, t.error_file))
+      t.env.push_back(std::move(e));
+  }
+}
+
 void AddUnbufferedPython(std::vector<std::string>& env) {
   for (const std::string& e : env)
     if (e.rfind("PYTHONUNBUFFERED=", 0) == 0) return;  // the user's choice

@@ -14,6 +14,7 @@
 
 #include "common/cluster/cluster_spec.h"
 #include "common/status.h"
+#include "launcher/process/job_supervisor.h"
 
 namespace mirrored {
 
@@ -84,6 +85,13 @@ std::optional<TorchWorld> TorchWorldOf(const ClusterSpec& cluster, const TaskId&
 // exception; the failure report quotes it).
 std::vector<std::string> TorchDistributedEnvironment(const TorchWorld& world, int restart_count, int max_restarts,
                                                      const std::string& run_id, const std::string& error_file);
+
+// What a user's program gets in `t` instead of mirrored-worker's --run-dir
+// (and of the liveness pipe it does not write to): MIRRORED_RUN_DIR,
+// PYTHONUNBUFFERED, and for a training task of `cluster` torch.distributed's
+// variables, its error file under RUN_DIR/logs.
+void AddUserProgramEnvironment(const ClusterSpec& cluster, const TaskId& task, const std::string& run_dir,
+                               int generation, int max_restarts, TaskLaunch& t);
 
 // PYTHONUNBUFFERED=1 unless `env` sets it: a Python program's prints reach
 // the console (and the failure report's last lines) as they are made, not
