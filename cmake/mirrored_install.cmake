@@ -3,7 +3,7 @@
 #
 #   <prefix>/bin/mirrored-launch, mirrored-worker
 #   <prefix>/lib/libmirrored_*.a
-#   <prefix>/include/mirrored/{common,worker,proto,mirrored}/...   headers
+#   <prefix>/include/mirrored/{common,worker,proto,mirrored}/...   headers (<mirrored/mirrored.h>)
 #   <prefix>/lib/cmake/mirrored/                                   find_package(mirrored)
 #   <prefix>/share/mirrored/examples/custom_training_loop/         a program built on it
 include(GNUInstallDirs)
@@ -16,7 +16,7 @@ install(TARGETS mirrored-launch mirrored-worker
 set(_mirrored_libs
   mirrored_common mirrored_proto mirrored_dnnl mirrored_precision mirrored_model mirrored_data
   mirrored_comm mirrored_coordination mirrored_summary mirrored_checkpoint
-  mirrored_worker_options mirrored_train mirrored_eval)
+  mirrored_worker_options mirrored_strategy mirrored_train mirrored_eval)
 if(MIRRORED_WITH_CUDA)
   list(APPEND _mirrored_libs mirrored_cuda_deps)
 endif()
@@ -32,7 +32,7 @@ set(_mirrored_inc ${CMAKE_INSTALL_INCLUDEDIR}/mirrored)
 install(DIRECTORY common worker DESTINATION ${_mirrored_inc} COMPONENT development
   FILES_MATCHING PATTERN "*.h" PATTERN "examples" EXCLUDE)
 install(DIRECTORY ${PROJECT_BINARY_DIR}/generated/proto ${PROJECT_BINARY_DIR}/generated/mirrored
-  DESTINATION ${_mirrored_inc} COMPONENT development FILES_MATCHING PATTERN "*.h")
+  include/mirrored DESTINATION ${_mirrored_inc} COMPONENT development FILES_MATCHING PATTERN "*.h")
 
 set(_mirrored_cmake ${CMAKE_INSTALL_LIBDIR}/cmake/mirrored)
 install(EXPORT mirroredTargets NAMESPACE mirrored:: DESTINATION ${_mirrored_cmake}

@@ -24,7 +24,7 @@
 #include "worker/eval/evaluator.h"
 #include "worker/eval/stop_signal.h"
 #include "worker/model/model_zoo.h"
-#include "worker/train/mirrored_strategy.h"
+#include "worker/strategy/mirrored_strategy.h"
 #include "worker/train/interrupt_report.h"
 #include "worker/train/preemption.h"
 #include "worker/train/trainer.h"
@@ -156,6 +156,7 @@ int TrainAndReport(const WorkerOptions& options, const ClusterConfig& config, co
 int RunTrainingTask(const WorkerOptions& options, const ClusterConfig& config, const std::string& task) {
   StrategyOptions so = StrategyOptions::FromEnvironment();  // job token, restarted
   so.tls = options.tls;  // the --tls-* flags, else MIRRORED_TLS_*
+  so.stop_waiting = [] { return Preemption::Requested(); };  // the launcher's SIGTERM
   auto device = ParseDeviceKind(options.device);
   if (!device.ok()) return FailAndTell(task, config, so, device.status());
   SetStrategyFlags(options, *device, so);

@@ -11,7 +11,7 @@
 #include "checkpoint_test_util.h"
 #include "common/run_dir/checkpoint_index.h"
 #include "worker/checkpoint/evaluator_lease.h"
-#include "worker/checkpoint/fault_injecting_file_env.h"
+#include "tests/util/fault_injecting_file_env.h"
 
 namespace mirrored {
 namespace {

@@ -17,8 +17,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 "$cmake" --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" \
   || { cat "$tmp/install.log"; fail "cmake --install $build"; }
 for f in bin/mirrored-launch bin/mirrored-worker lib/cmake/mirrored/mirroredConfig.cmake \
-         lib/cmake/mirrored/mirroredConfigVersion.cmake lib/libmirrored_train.a \
-         include/mirrored/worker/train/mirrored_strategy.h include/mirrored/mirrored/config.h \
+         lib/cmake/mirrored/mirroredConfigVersion.cmake lib/libmirrored_train.a lib/libmirrored_strategy.a include/mirrored/mirrored/mirrored.h \
+         include/mirrored/worker/strategy/mirrored_strategy.h include/mirrored/mirrored/config.h \
          include/mirrored/proto/coordination.pb.h \
          share/mirrored/examples/custom_training_loop/CMakeLists.txt; do
   [ -e "$tmp/prefix/$f" ] || fail "not installed: $f"

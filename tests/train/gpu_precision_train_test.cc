@@ -19,7 +19,7 @@
 #include "tests/train/gpu_train_fixture.h"
 #include "tests/util/process_test_util.h"
 #include "worker/data/fashion_mnist.h"
-#include "worker/train/device_choice.h"
+#include "worker/strategy/device_choice.h"
 #include "worker/train/trainer.h"
 
 namespace mirrored {

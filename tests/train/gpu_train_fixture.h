@@ -16,7 +16,7 @@
 
 #include "tests/util/gpu_test_util.h"
 #include "worker/data/fashion_mnist.h"
-#include "worker/train/device_choice.h"
+#include "worker/strategy/device_choice.h"
 
 namespace mirrored {
 

@@ -31,8 +31,8 @@
 #include "tests/util/worker_process.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/model/model.h"
-#include "worker/train/device_choice.h"
-#include "worker/train/model_checkpoint.h"
+#include "worker/strategy/device_choice.h"
+#include "worker/checkpoint/model_checkpoint.h"
 #include "worker/train/trainer.h"
 
 extern char** environ;

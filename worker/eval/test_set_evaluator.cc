@@ -7,8 +7,8 @@
 #include "common/logging.h"
 #include "worker/model/cpu_backend.h"
 #include "worker/model/cuda_check.h"
-#include "worker/train/device_choice.h"
-#include "worker/train/model_checkpoint.h"
+#include "worker/strategy/device_choice.h"
+#include "worker/checkpoint/model_checkpoint.h"
 
 namespace mirrored {
 namespace {

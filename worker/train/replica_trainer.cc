@@ -11,7 +11,7 @@
 #include "worker/train/chief_log.h"
 #include "worker/train/cuda_event_fence.h"
 #include "worker/train/diverged_error.h"
-#include "worker/train/model_checkpoint.h"
+#include "worker/checkpoint/model_checkpoint.h"
 #include "worker/train/preempted_tasks.h"
 #include "worker/train/preemption.h"
 #include "worker/train/replica_fingerprint.h"

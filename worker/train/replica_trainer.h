@@ -25,7 +25,7 @@
 #include "worker/model/model.h"
 #include "worker/model/optimizer.h"
 #include "worker/train/gradient_bucketer.h"
-#include "worker/train/mirrored_strategy.h"
+#include "worker/strategy/mirrored_strategy.h"
 #include "worker/train/start_point.h"
 #include "worker/train/trainer.h"
 

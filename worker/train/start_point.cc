@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "common/logging.h"
-#include "worker/train/model_checkpoint.h"
+#include "worker/checkpoint/model_checkpoint.h"
 
 namespace mirrored {
 namespace {

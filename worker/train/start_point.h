@@ -18,7 +18,7 @@
 #include "worker/data/batch_sampler.h"
 #include "worker/model/model.h"
 #include "worker/model/optimizer.h"
-#include "worker/train/mirrored_strategy.h"
+#include "worker/strategy/mirrored_strategy.h"
 
 namespace mirrored {
 

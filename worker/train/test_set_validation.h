@@ -13,7 +13,7 @@
 #include "common/status.h"
 #include "worker/data/dataset.h"
 #include "worker/model/model.h"
-#include "worker/train/mirrored_strategy.h"
+#include "worker/strategy/mirrored_strategy.h"
 
 namespace mirrored {
 

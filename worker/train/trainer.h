@@ -31,7 +31,7 @@
 #include "worker/model/layer.h"
 #include "worker/model/precision.h"
 #include "worker/train/chief_log.h"
-#include "worker/train/mirrored_strategy.h"
+#include "worker/strategy/mirrored_strategy.h"
 #include "worker/worker_options.h"
 
 namespace mirrored {

@@ -16,7 +16,7 @@
 #include "common/cluster/cluster_config.h"
 #include "common/cluster/host_port.h"
 #include "common/status.h"
-#include "worker/train/strategy_options.h"
+#include "worker/strategy/strategy_options.h"
 
 namespace mirrored {
 

@@ -1,4 +1,4 @@
-#include "worker/train/settings_agreement.h"
+#include "worker/strategy/settings_agreement.h"
 
 #include <nlohmann/json.hpp>
 

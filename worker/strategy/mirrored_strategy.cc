@@ -1,7 +1,7 @@
 // MirroredStrategy: running the replicas (one thread each, their errors,
 // the job error's abort), and leaving the job. How a task joins it is in
 // mirrored_strategy_join.cc.
-#include "worker/train/mirrored_strategy.h"
+#include "worker/strategy/mirrored_strategy.h"
 
 #include <errno.h>
 #include <unistd.h>
@@ -19,9 +19,9 @@
 #include "worker/coordination/coordination_gloo_store.h"
 #include "worker/coordination/coordination_server.h"
 #include "worker/coordination/coordination_service.h"
-#include "worker/train/replicas_result.h"
-#include "worker/train/settings_agreement.h"
-#include "worker/train/tasks_behind.h"
+#include "worker/strategy/replicas_result.h"
+#include "worker/strategy/settings_agreement.h"
+#include "worker/strategy/tasks_behind.h"
 
 namespace mirrored {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "common/cluster/cluster_config.h"
 #include "common/status.h"
-#include "worker/train/strategy_options.h"
+#include "worker/strategy/strategy_options.h"
 
 namespace mirrored {
 

@@ -1,4 +1,4 @@
-#include "worker/train/local_addresses.h"
+#include "worker/strategy/local_addresses.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

@@ -1,4 +1,4 @@
-#include "worker/train/terminate_handler.h"
+#include "worker/strategy/terminate_handler.h"
 
 #include <errno.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "worker/train/strategy_options.h"
+#include "worker/strategy/strategy_options.h"
 
 #include <cctype>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "worker/train/failure_serving.h"
+#include "worker/strategy/failure_serving.h"
 
 #include <signal.h>
 
@@ -11,7 +11,7 @@
 #include "common/signal_name.h"
 #include "worker/coordination/coordination_server.h"
 #include "worker/coordination/coordination_service.h"
-#include "worker/train/local_addresses.h"
+#include "worker/strategy/local_addresses.h"
 
 namespace mirrored {
 namespace {

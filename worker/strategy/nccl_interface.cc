@@ -1,9 +1,9 @@
-#include "worker/train/nccl_interface.h"
+#include "worker/strategy/nccl_interface.h"
 
 #include <cstdlib>
 
 #include "common/logging.h"
-#include "worker/train/local_addresses.h"
+#include "worker/strategy/local_addresses.h"
 
 namespace mirrored {
 

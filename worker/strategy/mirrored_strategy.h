@@ -50,9 +50,9 @@
 #include "worker/comm/communicator.h"
 #include "worker/comm/replica_group.h"
 #include "worker/model/backend.h"
-#include "worker/train/device_choice.h"
-#include "worker/train/join_attempt.h"
-#include "worker/train/strategy_options.h"
+#include "worker/strategy/device_choice.h"
+#include "worker/strategy/join_attempt.h"
+#include "worker/strategy/strategy_options.h"
 
 namespace mirrored {
 

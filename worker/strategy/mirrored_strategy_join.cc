@@ -4,7 +4,7 @@
 // the NCCL communicators), and what a failed join leaves behind for the
 // tasks still to come (KeepServiceIn, ReportFailureBeforeJoining). The rest
 // of the strategy is in mirrored_strategy.cc.
-#include "worker/train/mirrored_strategy.h"
+#include "worker/strategy/mirrored_strategy.h"
 
 #include <signal.h>
 
@@ -27,11 +27,10 @@
 #include "worker/coordination/coordination_service.h"
 #include "worker/coordination/tls_credentials.h"
 #include "worker/coordination/nccl_unique_id.h"
-#include "worker/train/join_attempt.h"
-#include "worker/train/local_addresses.h"
-#include "worker/train/nccl_interface.h"
-#include "worker/train/preemption.h"
-#include "worker/train/terminate_handler.h"
+#include "worker/strategy/join_attempt.h"
+#include "worker/strategy/local_addresses.h"
+#include "worker/strategy/nccl_interface.h"
+#include "worker/strategy/terminate_handler.h"
 
 #if MIRRORED_WITH_CUDA
 #include "worker/comm/nccl_replica_group.h"
@@ -185,8 +184,9 @@ void MirroredStrategy::CreateAgent(const ClusterConfig& config, const HostPort& 
   ao.registration_timeout_ms = options_.registration_timeout.count();
   // The chief's service is its own, new: nothing of the old generation to wait out.
   ao.restarted = options_.restarted && !(config.task == chief);
-  // SIGTERM from the launcher (stopping the job) ends that wait.
-  ao.stop_waiting = [] { return Preemption::Requested(); };
+  // The program's stop signal (mirrored-worker: the launcher's SIGTERM)
+  // ends that wait; without one, it lasts its timeout.
+  ao.stop_waiting = options_.stop_waiting ? options_.stop_waiting : [] { return false; };
   ao.collectives_started = collectives_started_;
   ao.liveness_fd = LauncherLivenessFd();
   agent_ = std::make_unique<coordination::CoordinationAgent>(ao);

@@ -3,7 +3,7 @@
 // host (skipped where a GPU is visible: there they train, see
 // gpu_train_test.cc), and the rendezvous check that every task of a job runs
 // the same kind of replica.
-#include "worker/train/device_choice.h"
+#include "worker/strategy/device_choice.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -14,7 +14,7 @@
 #include "launcher/job/port_reservation.h"
 #include "mirrored/config.h"
 #include "tests/util/worker_process.h"
-#include "worker/train/mirrored_strategy.h"
+#include "worker/strategy/mirrored_strategy.h"
 
 namespace mirrored {
 namespace {

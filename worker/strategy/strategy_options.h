@@ -12,7 +12,7 @@
 #include <string>
 
 #include "worker/coordination/tls_files.h"
-#include "worker/train/device_choice.h"
+#include "worker/strategy/device_choice.h"
 
 namespace mirrored {
 
@@ -37,6 +37,11 @@ struct StrategyOptions {
   // (within registration_timeout) for the chief's next one instead of
   // exiting 3. See CoordinationAgentOptions::restarted.
   bool restarted = false;
+  // Ends a restarted task's wait for the chief's next generation early when
+  // it returns true (any thread may call it). Empty: the wait lasts
+  // registration_timeout. mirrored-worker passes its SIGTERM flag
+  // (Preemption::Requested, worker/train/preemption.h).
+  std::function<bool()> stop_waiting;
   std::chrono::milliseconds collective_timeout{300000};
   std::chrono::milliseconds registration_timeout{300000};
   std::chrono::milliseconds heartbeat_interval{1000};

@@ -1,13 +1,14 @@
 // MirroredStrategy as a user's own program meets it: its process-wide
 // settings, a retried Create, and misuse of the replica functions that must fail at once with
 // a message, not hang until the collective timeout or kill the process.
-#include "worker/train/mirrored_strategy.h"
+#include "worker/strategy/mirrored_strategy.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <future>
 #include <stdexcept>
+#include <latch>
 #include <thread>
 
 #include "common/cluster/tf_config_parser.h"
@@ -216,8 +217,17 @@ TEST(MirroredStrategyTest, CheckCollectivesNamesWhatEachTaskRan) {
   ASSERT_TRUE(p0.ok() && p1.ok());
   std::vector<Status> results(2);
   std::vector<std::thread> tasks;
+  // Both tasks keep their strategy (and its connection to the service) until
+  // both have their result: a task gone first would be reported to the
+  // other as lost, which then returns Aborted instead of its own finding.
+  std::latch both_done(2);
   for (int index = 0; index < 2; ++index) {
     tasks.emplace_back([&, index] {
+      std::unique_ptr<MirroredStrategy> held;  // destroyed after the wait below, on every path
+      struct ArriveAtExit {
+        std::latch& latch;
+        ~ArriveAtExit() { latch.arrive_and_wait(); }
+      } arrive{both_done};
       auto config = ParseTfConfig(R"({"cluster":{"worker":[")" + p0->address() + R"(",")" + p1->address() +
                                   R"("]},"task":{"type":"worker","index":)" + std::to_string(index) + "}}");
       ASSERT_TRUE(config.ok()) << config.status();
@@ -229,7 +239,8 @@ TEST(MirroredStrategyTest, CheckCollectivesNamesWhatEachTaskRan) {
       so.heartbeat_timeout = 10s;
       auto strategy = MirroredStrategy::Create(*config, so);
       ASSERT_TRUE(strategy.ok()) << strategy.status();
-      results[index] = (*strategy)->RunReplicas([&](ReplicaContext& replica) -> Status {
+      held = std::move(*strategy);
+      results[index] = held->RunReplicas([&](ReplicaContext& replica) -> Status {
         std::vector<float> same = {1.0f};
         MIRRORED_RETURN_IF_ERROR(replica.SumAcrossReplicas(same));
         std::vector<float> v(index == 0 ? 2 : 3, 1.0f);

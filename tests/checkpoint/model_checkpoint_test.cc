@@ -1,6 +1,6 @@
 // ModelSnapshot::AllFinite: the trainer's last guard against checkpointing a
 // diverged model (a NaN or infinity in the weights or an optimizer slot).
-#include "worker/train/model_checkpoint.h"
+#include "worker/checkpoint/model_checkpoint.h"
 
 #include <gtest/gtest.h>
 

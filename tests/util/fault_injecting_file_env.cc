@@ -1,4 +1,4 @@
-#include "worker/checkpoint/fault_injecting_file_env.h"
+#include "tests/util/fault_injecting_file_env.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "worker/train/model_checkpoint.h"
+#include "worker/checkpoint/model_checkpoint.h"
 
 #include <cmath>
 

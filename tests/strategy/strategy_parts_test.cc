@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "worker/train/replicas_result.h"
-#include "worker/train/settings_agreement.h"
+#include "worker/strategy/replicas_result.h"
+#include "worker/strategy/settings_agreement.h"
 
 namespace mirrored {
 namespace {

@@ -1,4 +1,4 @@
-#include "worker/train/replicas_result.h"
+#include "worker/strategy/replicas_result.h"
 
 namespace mirrored {
 

@@ -1,4 +1,4 @@
-#include "worker/train/device_choice.h"
+#include "worker/strategy/device_choice.h"
 
 #include "mirrored/config.h"
 

@@ -1,4 +1,4 @@
-#include "worker/train/tasks_behind.h"
+#include "worker/strategy/tasks_behind.h"
 
 #include <chrono>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Where the chief listens, and whether a cluster address is this host's
 // (the warning about a "task" given to the wrong host), on addresses that
 // need no name service.
-#include "worker/train/local_addresses.h"
+#include "worker/strategy/local_addresses.h"
 
 #include <gtest/gtest.h>
 

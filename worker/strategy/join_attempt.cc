@@ -1,4 +1,4 @@
-#include "worker/train/join_attempt.h"
+#include "worker/strategy/join_attempt.h"
 
 #include <utility>
 
@@ -6,7 +6,7 @@
 #include "worker/coordination/coordination_client.h"
 #include "worker/coordination/coordination_server.h"
 #include "worker/coordination/coordination_service.h"
-#include "worker/train/failure_serving.h"
+#include "worker/strategy/failure_serving.h"
 
 namespace mirrored {
 
