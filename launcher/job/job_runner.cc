@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/backoff.h"
 #include "common/seconds_text.h"
 #include "common/signal_name.h"
 
@@ -102,9 +103,7 @@ std::optional<std::string> JobRunner::WhyARestartCannotHelp(const JobOutcome& ou
 
 std::chrono::milliseconds JobRunner::RestartPause(int generation) const {
   if (generation == 0) return std::chrono::milliseconds(0);
-  std::chrono::milliseconds pause = options_.restart_backoff;
-  for (int i = 1; i < generation && pause < options_.max_restart_backoff; ++i) pause *= 2;
-  return std::min(pause, options_.max_restart_backoff);
+  return Backoff{options_.restart_backoff, options_.max_restart_backoff}.Pause(generation - 1);
 }
 
 std::optional<int> JobRunner::PauseBeforeRestart(int generation) {

@@ -12,6 +12,7 @@
 #include <ratio>
 
 #include "common/launcher_environment.h"
+#include "common/backoff.h"
 #include "common/seconds_text.h"
 #include "common/signal_name.h"
 #include "launcher/process/line_tee.h"
@@ -30,17 +31,14 @@ constexpr std::chrono::milliseconds kLongestPoll{1000};
 constexpr std::chrono::milliseconds kExitCheckWithoutPidfd{50};
 // An evaluator's pause before restart k: 1 s, 2 s, 4 s... up to 30 s, so
 // that a transient cause (the file server) does not use up every restart.
-constexpr std::chrono::seconds kFirstEvaluatorRestartPause{1};
-constexpr std::chrono::seconds kLongestEvaluatorRestartPause{30};
-constexpr int kMaxEvaluatorPauseDoublings = 5;  // 32 s: past the longest
+constexpr Backoff kEvaluatorRestartBackoff{std::chrono::seconds(1), std::chrono::seconds(30)};
 // --hang-timeout samples each task's CPU time this often (a read of /proc).
 constexpr std::chrono::milliseconds kHangSampleInterval{1000};
 
 constexpr char kLauncherPrefix[] = "[mirrored-launch] ";
 
 std::chrono::seconds EvaluatorRestartPause(int restarts) {
-  return std::min(kLongestEvaluatorRestartPause,
-                  kFirstEvaluatorRestartPause * (1 << std::min(restarts, kMaxEvaluatorPauseDoublings)));
+  return std::chrono::duration_cast<std::chrono::seconds>(kEvaluatorRestartBackoff.Pause(restarts));
 }
 
 // `timeout_ms`, shortened to end just after `deadline` (0 once it passed).

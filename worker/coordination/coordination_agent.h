@@ -179,6 +179,7 @@ class CoordinationAgent {
   struct RegisterRetry {
     std::chrono::steady_clock::time_point deadline;
     std::chrono::milliseconds pause;          // before the next call
+    int tries = 0;                            // calls so far that led to a pause
     std::optional<Status> failed_generation;  // what the old service last said
     bool claim_waiting = false;               // told to wait for the task's previous process
   };

@@ -11,6 +11,7 @@
 #include <optional>
 #include <utility>
 
+#include "common/backoff.h"
 #include "common/logging.h"
 #include "common/seconds_text.h"
 #include "worker/coordination/registration_errors.h"
@@ -28,9 +29,8 @@ constexpr int kTlsHandshakeChecksToFail = 2;
 // The chief's agent keeps registering this much past its service's own
 // registration deadline (RegisterPastFailedGeneration).
 constexpr std::chrono::milliseconds kChiefRegistrationMargin{1000};
-// Registering again: the first pause, doubled up to the last.
-constexpr std::chrono::milliseconds kFirstRegisterPause{50};
-constexpr std::chrono::milliseconds kMaxRegisterPause{1000};
+// Registering again: 50 ms, doubled after each try up to 1 s.
+constexpr Backoff kRegisterBackoff{std::chrono::milliseconds(50), std::chrono::milliseconds(1000)};
 
 }  // namespace
 
@@ -166,7 +166,7 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
       options_.service_task == options_.task_name ? kChiefRegistrationMargin : std::chrono::milliseconds::zero();
   RegisterRetry retry;
   retry.deadline = Now() + std::chrono::milliseconds(options_.registration_timeout_ms) + margin;
-  retry.pause = kFirstRegisterPause;
+  retry.pause = kRegisterBackoff.Pause(0);
   while (true) {
     const int64_t left_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(retry.deadline - Now()).count();
@@ -233,7 +233,7 @@ std::optional<Status> CoordinationAgent::WaitForPreviousProcess(const Status& an
     return CancelledError("task " + options_.task_name + ": stopped by a signal while waiting for its previous "
                           "process to end");
   }
-  retry.pause = std::min(retry.pause * 2, kMaxRegisterPause);
+  retry.pause = kRegisterBackoff.Pause(++retry.tries);
   return std::nullopt;
 }
 
@@ -265,7 +265,7 @@ std::optional<Status> CoordinationAgent::WaitForNextGeneration(const Status& ans
   if (options_.stop_waiting && options_.stop_waiting()) {
     return AbortedError(retry.failed_generation->message() + " (stopped while waiting for the next generation)");
   }
-  retry.pause = std::min(retry.pause * 2, kMaxRegisterPause);
+  retry.pause = kRegisterBackoff.Pause(++retry.tries);
   return std::nullopt;
 }
 
