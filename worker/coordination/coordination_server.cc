@@ -24,6 +24,11 @@ CoordinationServer::CoordinationServer(coordination::CoordinationService* servic
 
 namespace {
 
+// An address of this host that is not usable yet is tried this often, this
+// long, before the bind error is the answer.
+constexpr auto kAddressUsableWait = std::chrono::seconds(5);
+constexpr auto kAddressUsableRetry = std::chrono::milliseconds(100);
+
 // errno of binding `listen_address` ("host:port", a literal, a name or
 // 0.0.0.0; port 0 included) as gRPC binds it: 0 when any of its addresses
 // can be bound (gRPC listens on each it can), else the first one's error.
@@ -101,10 +106,10 @@ StatusOr<std::unique_ptr<CoordinationServer>> CoordinationServer::Start(
   }
   // An address of this host that is not usable yet (an interface still
   // coming up, IPv6 duplicate address detection) becomes so within seconds.
-  const auto usable_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  const auto usable_by = std::chrono::steady_clock::now() + kAddressUsableWait;
   int probe = ProbeBind(listen_address);
   while (probe == EADDRNOTAVAIL && std::chrono::steady_clock::now() < usable_by) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(kAddressUsableRetry);
     probe = ProbeBind(listen_address);
   }
   // A bind that fails here fails in gRPC too: say why without gRPC's own

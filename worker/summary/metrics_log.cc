@@ -22,6 +22,9 @@ int OpenForAppend(const std::string& path) {
   return ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 }
 
+// How often a writer waiting for metrics.jsonl's lock tries again.
+constexpr auto kLockRetry = std::chrono::milliseconds(10);
+
 // An exclusive flock on `fd` within `wait` (polled: flock has no timed
 // wait): 0, EWOULDBLOCK when not granted in time, or the errno (ENOLCK: a
 // file system without locks).
@@ -30,7 +33,7 @@ int LockWithin(int fd, std::chrono::milliseconds wait) {
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK && errno != EINTR) return errno;
     if (std::chrono::steady_clock::now() >= deadline) return EWOULDBLOCK;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(kLockRetry);
   }
   return 0;
 }
