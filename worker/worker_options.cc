@@ -1,5 +1,7 @@
 #include "worker/worker_options.h"
 
+#include <CLI/CLI.hpp>
+
 #include <cmath>
 #include <cstdint>
 

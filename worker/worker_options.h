@@ -6,8 +6,6 @@
 //   if (Status s = o.Validate(); !s.ok()) return ExitCodeFor(s);   // 2
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -15,6 +13,10 @@
 
 #include "common/status.h"
 #include "worker/coordination/tls_files.h"
+
+namespace CLI {
+class App;  // CLI11: only worker_options.cc and main.cc parse flags
+}  // namespace CLI
 
 namespace mirrored {
 

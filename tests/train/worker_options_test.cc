@@ -3,6 +3,7 @@
 // "never") are refused, naming the flag.
 #include "worker/worker_options.h"
 
+#include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
 
 #include <string>
