@@ -33,9 +33,10 @@ TEST_F(CoordinationServiceTest, RegistrationWaitsForAllAndAssignsRanks) {
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(views[i] && views[i]->ok()) << i;
     EXPECT_EQ((*views[i])->task_index, i);
-    EXPECT_EQ((*views[i])->view, (*views[0])->view);
+    EXPECT_EQ(*(*views[i])->view, *(*views[0])->view);
+    EXPECT_EQ((*views[i])->view, (*views[0])->view);  // one shared view, not a copy per task
   }
-  const ClusterView& v = (*views[0])->view;
+  const ClusterView& v = *(*views[0])->view;
   EXPECT_EQ(v.world_size, 5);
   EXPECT_EQ(v.tasks[0].rank_offset, 0);
   EXPECT_EQ(v.tasks[1].rank_offset, 2);
@@ -56,8 +57,8 @@ TEST_F(CoordinationServiceTest, OnlyAJobWithGpuReplicasGetsAnNcclId) {
                          [&views, i](const auto& v) { views[i] = v; });
   }
   ASSERT_TRUE(views[0] && views[0]->ok() && views[1] && views[1]->ok());
-  EXPECT_EQ((*views[0])->view.nccl_unique_id, std::string(128, 'a'));
-  EXPECT_EQ((*views[1])->view.nccl_unique_id, std::string(128, 'a'));
+  EXPECT_EQ((*views[0])->view->nccl_unique_id, std::string(128, 'a'));
+  EXPECT_EQ((*views[1])->view->nccl_unique_id, std::string(128, 'a'));
   EXPECT_EQ(ids_made_, 1);
 }
 
@@ -239,7 +240,7 @@ TEST_F(CoordinationServiceTest, SameIncarnationRegisterIsIdempotent) {
   std::optional<StatusOr<RegisteredView>> again;
   s->RegisterTaskAsync({.task = "worker:0", .incarnation = 2, .device_count = 1}, [&](const auto& v) { again = v; });
   ASSERT_TRUE(again && again->ok());
-  EXPECT_EQ((*again)->view, (*views[1])->view);
+  EXPECT_EQ(*(*again)->view, *(*views[1])->view);
   EXPECT_FALSE(s->job_error().has_value());
 }
 

@@ -35,6 +35,22 @@ TEST(CoordinationErrorPollTableTest, CloseHandsThePollBackOnce) {
   EXPECT_FALSE(polls.IsOpen(1, 7));
 }
 
+// A process may hold two polls (a retried PollForError): it stays known as
+// polling until both are closed.
+TEST(CoordinationErrorPollTableTest, AProcessWithTwoPollsIsOpenUntilBothClose) {
+  ErrorPollTable polls;
+  const uint64_t first = polls.Open(3, 9, [](const Status&) {});
+  const uint64_t second = polls.Open(3, 9, [](const Status&) {});
+  ASSERT_TRUE(polls.Close(first));
+  EXPECT_TRUE(polls.IsOpen(3, 9));
+  ASSERT_TRUE(polls.Close(second));
+  EXPECT_FALSE(polls.IsOpen(3, 9));
+  polls.Open(3, 9, [](const Status&) {});
+  ErrorPollTable::Deferred deferred;
+  polls.AnswerAll(OkStatus(), &deferred);
+  EXPECT_FALSE(polls.IsOpen(3, 9));
+}
+
 TEST(CoordinationErrorPollTableTest, AnswerAllAnswersEachOnceAndClosesThem) {
   ErrorPollTable polls;
   int answered = 0;

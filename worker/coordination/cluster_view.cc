@@ -1,5 +1,6 @@
 #include "worker/coordination/cluster_view.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace mirrored::coordination {
@@ -14,10 +15,12 @@ int ClusterView::IndexOf(const std::string& task) const {
 std::string ClusterView::DebugString() const {
   std::ostringstream os;
   os << "generation " << generation << ": " << world_size << (world_size == 1 ? " replica;" : " replicas;");
-  for (size_t i = 0; i < tasks.size(); ++i) {
+  const size_t listed = std::min(tasks.size(), kDebugStringTasks);
+  for (size_t i = 0; i < listed; ++i) {
     os << (i ? ", " : " ") << tasks[i].name << " x" << tasks[i].device_count << " @"
        << tasks[i].rank_offset;
   }
+  if (listed < tasks.size()) os << ", ... (" << tasks.size() - listed << " more tasks)";
   if (!device_counts_match) os << " (device counts differ between tasks)";
   return os.str();
 }

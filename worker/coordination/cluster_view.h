@@ -32,7 +32,10 @@ struct ClusterView {
 
   // Index of `task` in `tasks`, or -1.
   int IndexOf(const std::string& task) const;
-  // "generation 7: 4 replicas; chief:0 x2 @0, worker:0 x2 @2".
+  // "generation 7: 4 replicas; chief:0 x2 @0, worker:0 x2 @2". Past
+  // kDebugStringTasks tasks, the first ones and a count of the rest: every
+  // task logs it once, and 16,384 tasks would make each line 400 KB.
+  static constexpr size_t kDebugStringTasks = 64;
   std::string DebugString() const;
   friend bool operator==(const ClusterView&, const ClusterView&) = default;
 };

@@ -14,6 +14,7 @@
 #include "common/backoff.h"
 #include "common/logging.h"
 #include "common/seconds_text.h"
+#include "worker/coordination/cluster_view_bytes.h"
 #include "worker/coordination/registration_errors.h"
 
 namespace mirrored::coordination {
@@ -58,15 +59,7 @@ Status CoordinationAgent::Connect() {
   StatusOr<rpc::RegisterResponse> resp = RegisterPastFailedGeneration(req);
   Status status = resp.status();
   if (status.ok()) {
-    const auto& v = resp->view();
-    std::vector<std::string> names;
-    std::vector<int> counts;
-    for (const auto& t : v.tasks()) {
-      names.push_back(t.name());
-      counts.push_back(t.device_count());
-    }
-    StatusOr<ClusterView> view =
-        BuildClusterView(names, counts, v.nccl_unique_id(), v.generation());
+    StatusOr<ClusterView> view = ParseClusterView(resp->view());
     status = view.status();
     if (view.ok()) {
       view_ = std::move(*view);

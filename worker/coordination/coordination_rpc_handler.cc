@@ -18,20 +18,6 @@ bool TokensEqual(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-void ToProto(const RegisteredView& v, rpc::RegisterResponse* resp) {
-  auto* view = resp->mutable_view();
-  view->set_generation(v.view.generation);
-  view->set_world_size(v.view.world_size);
-  view->set_nccl_unique_id(v.view.nccl_unique_id);
-  view->set_device_counts_match(v.view.device_counts_match);
-  for (const auto& t : v.view.tasks) {
-    auto* info = view->add_tasks();
-    info->set_name(t.name);
-    info->set_device_count(t.device_count);
-    info->set_rank_offset(t.rank_offset);
-  }
-  resp->set_task_index(v.task_index);
-}
 
 // The long poll. Sends one "open" message once the service holds the poll,
 // then finishes with the service's status. Writes and Finish are serialized
@@ -157,8 +143,11 @@ grpc::ServerUnaryReactor* CoordinationRpcHandler::Register(grpc::CallbackServerC
                                .peer = ctx->peer(),
                                .restarted = req->restarted(),
                                .gpu = req->gpu()},
-                              [reactor, resp](const StatusOr<RegisteredView>& v) {
-                                if (v.ok()) ToProto(*v, resp);
+                              [this, reactor, resp](const StatusOr<RegisteredView>& v) {
+                                if (v.ok()) {
+                                  resp->set_view(*view_bytes_.Get(v->view));
+                                  resp->set_task_index(v->task_index);
+                                }
                                 reactor->Finish(ToGrpcStatus(v.status()));
                               });
   return reactor;

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "proto/coordination.grpc.pb.h"
+#include "worker/coordination/cluster_view_bytes.h"
 #include "worker/coordination/coordination_service.h"
 
 namespace mirrored::coordination {
@@ -63,6 +64,7 @@ class CoordinationRpcHandler final : public rpc::CoordinationService::CallbackSe
 
   coordination::CoordinationService* const service_;
   const std::string job_token_;
+  ClusterViewBytesCache view_bytes_;  // the view serialized once for every task's answer
 };
 
 }  // namespace mirrored::coordination

@@ -45,7 +45,10 @@ CoordinationService::CoordinationService(CoordinationServiceOptions options)
       registration_note_ms_(options_.now_ms()),
       barriers_(options_.tasks.size()),
       exit_barrier_(options_.tasks.size(), options_.shutdown_timeout_ms) {
+  tasks_.reserve(options_.tasks.size());
+  index_of_.reserve(options_.tasks.size());
   for (const auto& name : options_.tasks) {
+    index_of_.emplace(name, static_cast<int>(tasks_.size()));
     Task t;
     t.name = name;
     tasks_.push_back(std::move(t));
@@ -96,10 +99,14 @@ void CoordinationService::Stop() {
 }
 
 int CoordinationService::IndexOf(const std::string& task) const {
-  for (size_t i = 0; i < tasks_.size(); ++i) {
-    if (tasks_[i].name == task) return static_cast<int>(i);
-  }
-  return -1;
+  const auto it = index_of_.find(task);
+  return it == index_of_.end() ? -1 : it->second;
+}
+
+void CoordinationService::SetStateLocked(Task& task, TaskState state) {
+  if (task.state == TaskState::kConnected) --connected_;
+  if (state == TaskState::kConnected) ++connected_;
+  task.state = state;
 }
 
 Status CoordinationService::CheckCallerLocked(const std::string& task, uint64_t incarnation,
@@ -215,7 +222,7 @@ Status CoordinationService::ReportError(const std::string& task, uint64_t incarn
 void CoordinationService::FailTaskLocked(int index, std::string what, Deferred* deferred) {
   Task& t = tasks_[index];
   if (t.state == TaskState::kFailed) return;
-  t.state = TaskState::kFailed;
+  SetStateLocked(t, TaskState::kFailed);
   told_cv_.notify_all();
   const Status error = TaskFailure{t.name, std::move(what), std::chrono::system_clock::now()}
                            .ToStatus();
@@ -296,9 +303,9 @@ void CoordinationService::ShutdownTaskAsync(const std::string& task, uint64_t in
     } else if (tasks_[index].state == TaskState::kShutdown) {
       deferred.push_back([done = std::move(done)] { done(OkStatus()); });
     } else {
-      tasks_[index].state = TaskState::kShuttingDown;
+      SetStateLocked(tasks_[index], TaskState::kShuttingDown);
       if (exit_barrier_.Arrive(index, options_.now_ms(), std::move(done), &deferred)) {
-        for (Task& t : tasks_) t.state = TaskState::kShutdown;
+        for (Task& t : tasks_) SetStateLocked(t, TaskState::kShutdown);
         polls_.AnswerAll(OkStatus(), &deferred);
         MIRRORED_LOG(INFO) << "exit barrier passed by all " << tasks_.size() << " tasks";
       }

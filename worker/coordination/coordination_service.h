@@ -43,6 +43,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
@@ -79,8 +80,10 @@ struct CoordinationServiceOptions {
   std::string cluster;
 };
 
+// One immutable view, shared by every task's answer: handing it to N
+// waiters copies a pointer, not N task lists.
 struct RegisteredView {
-  ClusterView view;
+  std::shared_ptr<const ClusterView> view;
   int task_index = -1;
 };
 
@@ -251,7 +254,12 @@ class CoordinationService {
   using Deferred = std::vector<std::function<void()>>;
 
   explicit CoordinationService(CoordinationServiceOptions options);
+  // Index of `task` in tasks_, or -1: a hash lookup, not a scan, since every
+  // call names its task.
   int IndexOf(const std::string& task) const;
+  // Every change of a task's state goes through here, so the count of
+  // connected tasks (whether the job can form) needs no scan. Requires mu_.
+  void SetStateLocked(Task& task, TaskState state);
   // InvalidArgument for an unknown task; Aborted for a stale incarnation.
   Status CheckCallerLocked(const std::string& task, uint64_t incarnation, int* index) const;
   // Marks the task failed; the first failure becomes the job error and fails
@@ -289,10 +297,12 @@ class CoordinationService {
 
   mutable std::mutex mu_;
   std::vector<Task> tasks_;
+  std::unordered_map<std::string, int> index_of_;  // tasks_[i].name -> i; fixed at construction
+  size_t connected_ = 0;  // tasks in TaskState::kConnected
   const int64_t registration_deadline_ms_;
   int64_t registration_note_ms_;  // when the chief last said whom it waits for
   std::vector<std::pair<int, RegisterCallback>> pending_registrations_;
-  std::optional<RegisteredView> view_;  // set once everyone registered
+  std::shared_ptr<const ClusterView> view_;  // set once everyone registered
   std::optional<Status> registration_error_;
   bool registration_timed_out_ = false;  // registration_error_ is the registration timeout
   std::optional<Status> job_error_;

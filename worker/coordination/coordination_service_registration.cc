@@ -67,8 +67,7 @@ void CoordinationService::RegisterTaskAsync(const Registration& registration, Re
       const ClaimVerdict verdict = JudgeClaimLocked(index, registration, host, now);
       switch (verdict.kind) {
         case ClaimVerdict::Kind::kSameProcess:
-          answer = *view_;  // a retried Register of the same process
-          answer->task_index = index;
+          answer = RegisteredView{view_, index};  // a retried Register of the same process
           break;
         case ClaimVerdict::Kind::kWait:
           t.waiting_claims[incarnation] = {.first_told_ms = verdict.first_told_to_wait_ms, .last_asked_ms = now};
@@ -114,7 +113,7 @@ ClaimVerdict CoordinationService::JudgeClaimLocked(int index, const Registration
        .restarted = registration.restarted,
        .told_to_wait_ms = waiting == t.waiting_claims.end() ? std::nullopt
                                                             : std::optional(waiting->second.first_told_ms)},
-      {.job_formed = view_.has_value(), .heartbeat_timeout_ms = options_.heartbeat_timeout_ms}, now);
+      {.job_formed = view_ != nullptr, .heartbeat_timeout_ms = options_.heartbeat_timeout_ms}, now);
 }
 
 Status CoordinationService::RefuseOtherClusterLocked(const std::string& task, const std::string& cluster, int index,
@@ -167,15 +166,13 @@ void CoordinationService::SupersedeRegistrationLocked(int index, const std::stri
 void CoordinationService::TakeTaskLocked(int index, const Registration& registration, const std::string& host,
                                          RegisterCallback done, Deferred* deferred) {
   Task& t = tasks_[index];
-  t.state = TaskState::kConnected;
+  SetStateLocked(t, TaskState::kConnected);
   t.incarnation = registration.incarnation;
   t.device_count = registration.device_count;
   t.gpu = registration.gpu;
   t.host = host;
   pending_registrations_.emplace_back(index, std::move(done));
-  bool all = true;
-  for (const Task& other : tasks_) all = all && other.state == TaskState::kConnected;
-  if (all) CompleteRegistrationLocked(deferred);
+  if (connected_ == tasks_.size()) CompleteRegistrationLocked(deferred);
 }
 
 bool CoordinationService::ListedAt(int index, const std::string& peer_host) const {
@@ -201,19 +198,18 @@ void CoordinationService::CompleteRegistrationLocked(Deferred* deferred) {
     registration_error_ = view.status();
     told_cv_.notify_all();
   } else {
-    view_ = RegisteredView{*view, -1};
+    view_ = std::make_shared<const ClusterView>(std::move(*view));
     const int64_t now = options_.now_ms();
     for (Task& t : tasks_) t.last_heartbeat_ms = now;
     MIRRORED_LOG(INFO) << (tasks_.size() == 1 ? "the task registered; " : "all " + std::to_string(tasks_.size()) + " tasks registered; ")
-                       << view_->view.DebugString();
+                       << view_->DebugString();
   }
   for (auto& [index, done] : pending_registrations_) {
-    if (view.ok()) {
-      RegisteredView mine{*view, index};
-      deferred->push_back([done = std::move(done), mine = std::move(mine)] { done(mine); });
+    if (view_) {
+      deferred->push_back([done = std::move(done), mine = RegisteredView{view_, index}] { done(mine); });
     } else {
       tasks_[index].told_failure = true;
-      deferred->push_back([done = std::move(done), s = view.status()] { done(s); });
+      deferred->push_back([done = std::move(done), s = *registration_error_] { done(s); });
     }
   }
   pending_registrations_.clear();

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -39,7 +40,8 @@ class ErrorPollTable {
   // Takes poll `id` out, unanswered: its caller answers it. nullopt for an
   // unknown or already answered id.
   std::optional<Poll> Close(uint64_t id);
-  // Whether process `incarnation` of task `task_index` holds a poll open.
+  // Whether process `incarnation` of task `task_index` holds a poll open
+  // (a lookup: every registration asks it).
   bool IsOpen(int task_index, uint64_t incarnation) const;
   // Every open poll is answered `status` (into `deferred`) and closed.
   void AnswerAll(const Status& status, Deferred* deferred);
@@ -47,6 +49,8 @@ class ErrorPollTable {
 
  private:
   std::map<uint64_t, Poll> polls_;
+  // Open polls per (task index, incarnation); a process may hold several.
+  std::map<std::pair<int, uint64_t>, int> open_;
   uint64_t next_id_ = 1;
 };
 
