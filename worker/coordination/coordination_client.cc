@@ -9,6 +9,7 @@
 
 #include "worker/coordination/coordination_rpc_handler.h"
 #include "worker/coordination/grpc_status.h"
+#include "worker/coordination/mutex_deadlock_detection.h"
 
 namespace mirrored::coordination {
 namespace {
@@ -22,8 +23,11 @@ constexpr std::chrono::milliseconds kTlsProbeTimeout{2000};
 std::shared_ptr<grpc::Channel> CoordinationClient::MakeChannel(const std::string& address,
                                                                bool separate_connection, const TlsCredentials& tls,
                                                                const std::string& tls_name) {
+  DisableMutexDeadlockDetection();  // its cost grows with the calls in flight
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);  // as the server (server_limits.h): no pings per heartbeat
+  args.SetInt(GRPC_ARG_ENABLE_CHANNELZ, 0);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   if (separate_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);

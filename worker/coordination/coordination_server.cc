@@ -14,6 +14,7 @@
 #include "common/launcher_environment.h"
 #include "common/logging.h"
 #include "common/open_file_limit.h"
+#include "worker/coordination/mutex_deadlock_detection.h"
 #include "worker/coordination/server_limits.h"
 
 namespace mirrored::coordination {
@@ -116,6 +117,7 @@ StatusOr<std::unique_ptr<CoordinationServer>> CoordinationServer::Start(
   // error line before ours.
   if (probe == EADDRNOTAVAIL || probe == EACCES || probe == EADDRINUSE) return BindError(listen_address, probe);
   std::unique_ptr<CoordinationServer> server(new CoordinationServer(service, std::move(job_token)));
+  DisableMutexDeadlockDetection();  // its cost grows with the connections
   grpc::ServerBuilder builder;
   int selected_port = 0;
   builder.AddListeningPort(listen_address, credentials, &selected_port);
