@@ -1,0 +1,62 @@
+// coordination_bench's agents in several processes: the parent hosts the
+// service; each child (this same program, run with --agent-process) runs a
+// slice of the agents as threads and reports, over its stdout, when its
+// agents' connections were accepted and their registrations answered. The
+// parent measures its own CPU (the service's) apart from the clients'.
+//
+//   parent:  ClientProcesses procs = ClientProcesses::Spawn(argv0, address, n, 4, rounds);
+//            procs.WaitRegistered() -> the slowest accept and registration;
+//            procs.Go(); procs.WaitDone() -> barrier RTT, exit barrier
+//   child:   return RunAgentProcess(argc, argv);
+//
+// Child protocol, one line each way: "registered <accepted ns> <registered
+// ns> <error or ok>"; the parent answers "go"; then "done <barrier ms>
+// <exit barrier end ns> <error or ok>". Times are steady_clock
+// (CLOCK_MONOTONIC), the same clock in every process of the machine.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace mirrored::coordination {
+
+struct ClientPhases {
+  int64_t accepted_ns = 0;    // the last agent's connection accepted (channel ready)
+  int64_t registered_ns = 0;  // the last agent's Connect() returned
+  double barrier_ms = 0;      // first agent's barrier RTT, mean of the rounds after the first
+  int64_t exited_ns = 0;      // the last agent's Shutdown() returned
+};
+
+class ClientProcesses {
+ public:
+  // Starts `processes` children running `agents` agents between them.
+  // `light`: lightweight agents (light_agents.h) instead of CoordinationAgents.
+  static StatusOr<ClientProcesses> Spawn(const std::string& address, int agents, int processes, int barrier_rounds,
+                                         bool light);
+  // The latest accept and registration over all children. Errors: a child's.
+  StatusOr<ClientPhases> WaitRegistered();
+  // Lets the children run their barriers and exit barrier.
+  void Go();
+  // Fills barrier_ms and exited_ns. Errors: a child's, or its exit status.
+  Status WaitDone(ClientPhases* phases);
+
+ private:
+  struct Child {
+    pid_t pid = -1;
+    int to_child = -1;
+    int from_child = -1;
+    std::string pending;  // read, not yet a whole line
+  };
+  StatusOr<std::string> ReadLine(Child& child);
+  std::vector<Child> children_;
+};
+
+// The child's main: argv = self --agent-process ADDRESS FIRST COUNT TASKS ROUNDS.
+int RunAgentProcess(int argc, char** argv);
+
+}  // namespace mirrored::coordination
