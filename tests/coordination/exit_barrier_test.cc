@@ -79,5 +79,15 @@ TEST(CoordinationExitBarrierTest, FailAllAnswersEveryWaiter) {
   EXPECT_TRUE(deferred.empty());
 }
 
+TEST(CoordinationArrivalSetTest, CountsEachParticipantOnce) {
+  ArrivalSet arrived(4);
+  EXPECT_TRUE(arrived.empty());
+  EXPECT_TRUE(arrived.Insert(2));
+  EXPECT_FALSE(arrived.Insert(2));  // a second arrival of the same task
+  EXPECT_TRUE(arrived.Insert(0));
+  EXPECT_EQ(arrived.size(), 2u);
+  EXPECT_EQ(arrived.ToSet(), (std::set<int>{0, 2}));
+}
+
 }  // namespace
 }  // namespace mirrored::coordination

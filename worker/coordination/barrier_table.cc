@@ -9,10 +9,11 @@ void BarrierTable::Arrive(const std::string& name, int index, int64_t now_ms, in
   auto [it, fresh] = barriers_.try_emplace(name);
   Barrier& b = it->second;
   if (fresh) {
+    b.arrived = ArrivalSet(participants_);
     b.timeout_ms = timeout_ms;
     b.deadline_ms = now_ms + timeout_ms;
   }
-  b.arrived.insert(index);
+  b.arrived.Insert(index);
   b.waiters.push_back(std::move(done));
   if (b.arrived.size() < participants_) return;
   for (auto& d : b.waiters) deferred->push_back([d = std::move(d)] { d(OkStatus()); });
@@ -27,7 +28,7 @@ void BarrierTable::Expire(int64_t now_ms, const DescribeAbsent& absent, Deferred
     }
     const Status s = DeadlineExceededError(
         "barrier \"" + it->first + "\" timed out after " + std::to_string(it->second.timeout_ms) +
-        " ms; tasks that did not arrive: " + absent(it->second.arrived));
+        " ms; tasks that did not arrive: " + absent(it->second.arrived.ToSet()));
     for (auto& d : it->second.waiters) deferred->push_back([d = std::move(d), s] { d(s); });
     it = barriers_.erase(it);
   }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "worker/coordination/arrival_set.h"
 
 namespace mirrored::coordination {
 
@@ -42,7 +43,7 @@ class BarrierTable {
   struct Barrier {
     int64_t deadline_ms = 0;
     int64_t timeout_ms = 0;
-    std::set<int> arrived;
+    ArrivalSet arrived;
     std::vector<StatusCallback> waiters;
   };
 

@@ -6,7 +6,7 @@ namespace mirrored::coordination {
 
 bool ExitBarrier::Arrive(int index, int64_t now_ms, StatusCallback done, Deferred* deferred) {
   if (arrived_.empty()) deadline_ms_ = now_ms + timeout_ms_;
-  arrived_.insert(index);
+  arrived_.Insert(index);
   waiters_.push_back(std::move(done));
   if (arrived_.size() != participants_) return false;
   for (auto& d : waiters_) deferred->push_back([d = std::move(d)] { d(OkStatus()); });
@@ -17,7 +17,7 @@ bool ExitBarrier::Arrive(int index, int64_t now_ms, StatusCallback done, Deferre
 void ExitBarrier::Expire(int64_t now_ms, const DescribeAbsent& absent, Deferred* deferred) {
   if (waiters_.empty() || now_ms < deadline_ms_) return;
   const Status s = DeadlineExceededError("exit barrier timed out after " + std::to_string(timeout_ms_) +
-                                         " ms; tasks still running: " + absent(arrived_));
+                                         " ms; tasks still running: " + absent(arrived_.ToSet()));
   for (auto& d : waiters_) deferred->push_back([d = std::move(d), s] { d(s); });
   waiters_.clear();
 }

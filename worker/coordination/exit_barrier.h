@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "worker/coordination/arrival_set.h"
 
 namespace mirrored::coordination {
 
@@ -30,7 +31,8 @@ class ExitBarrier {
   // Names the participants missing from `arrived`, for the timeout message.
   using DescribeAbsent = std::function<std::string(const std::set<int>&)>;
 
-  ExitBarrier(size_t participants, int64_t timeout_ms) : participants_(participants), timeout_ms_(timeout_ms) {}
+  ExitBarrier(size_t participants, int64_t timeout_ms)
+      : participants_(participants), timeout_ms_(timeout_ms), arrived_(participants) {}
 
   // Participant `index` arrives, `done` waits. The first arrival fixes the
   // deadline (now_ms + timeout_ms). Returns true when every participant has
@@ -46,7 +48,7 @@ class ExitBarrier {
  private:
   const size_t participants_;
   const int64_t timeout_ms_;
-  std::set<int> arrived_;
+  ArrivalSet arrived_;
   std::vector<StatusCallback> waiters_;
   int64_t deadline_ms_ = 0;
 };
