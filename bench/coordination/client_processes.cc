@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -98,6 +99,12 @@ double RunBarriers(AgentSlice& s) {
 
 }  // namespace
 
+double ProcessCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
 int RunAgentProcess(int argc, char** argv) {
   if (argc != 7) return 2;
   SetLogLevel(LogLevel::kWarning);
@@ -107,8 +114,8 @@ int RunAgentProcess(int argc, char** argv) {
   s.results.resize(static_cast<size_t>(s.count));
   int64_t accepted = 0, registered = 0;
   ConnectSlice(s, &accepted, &registered);
-  std::printf("registered %lld %lld %s\n", static_cast<long long>(accepted), static_cast<long long>(registered),
-              Errors(s.results, s.first).c_str());
+  std::printf("registered %lld %lld %.1f %s\n", static_cast<long long>(accepted), static_cast<long long>(registered),
+              ProcessCpuMs(), Errors(s.results, s.first).c_str());
   std::fflush(stdout);
   std::string go;
   if (!std::getline(std::cin, go) || go != "go") return 1;
@@ -173,11 +180,13 @@ StatusOr<ClientPhases> ClientProcesses::WaitRegistered() {
     std::istringstream in(line);
     std::string word, error;
     long long accepted = 0, registered = 0;
-    in >> word >> accepted >> registered >> std::ws;
+    double cpu_ms = 0;
+    in >> word >> accepted >> registered >> cpu_ms >> std::ws;
     std::getline(in, error);
     if (word != "registered" || error != "ok") return InternalError("client process: " + line);
     phases.accepted_ns = std::max<int64_t>(phases.accepted_ns, accepted);
     phases.registered_ns = std::max<int64_t>(phases.registered_ns, registered);
+    phases.clients_cpu_ms += cpu_ms;
   }
   return phases;
 }

@@ -10,7 +10,7 @@
 //   child:   return RunAgentProcess(argc, argv);
 //
 // Child protocol, one line each way: "registered <accepted ns> <registered
-// ns> <error or ok>"; the parent answers "go"; then "done <barrier ms>
+// ns> <its CPU ms so far> <error or ok>"; the parent answers "go"; then "done <barrier ms>
 // <exit barrier end ns> <error or ok>". Times are steady_clock
 // (CLOCK_MONOTONIC), the same clock in every process of the machine.
 #pragma once
@@ -28,6 +28,7 @@ namespace mirrored::coordination {
 struct ClientPhases {
   int64_t accepted_ns = 0;    // the last agent's connection accepted (channel ready)
   int64_t registered_ns = 0;  // the last agent's Connect() returned
+  double clients_cpu_ms = 0;  // the children's CPU until then, all together
   double barrier_ms = 0;      // first agent's barrier RTT, mean of the rounds after the first
   int64_t exited_ns = 0;      // the last agent's Shutdown() returned
 };
@@ -58,5 +59,8 @@ class ClientProcesses {
 
 // The child's main: argv = self --agent-process ADDRESS FIRST COUNT TASKS ROUNDS.
 int RunAgentProcess(int argc, char** argv);
+
+// This process's CPU time so far (CLOCK_PROCESS_CPUTIME_ID), in ms.
+double ProcessCpuMs();
 
 }  // namespace mirrored::coordination

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/coordination/client_processes.h"
 #include "common/logging.h"
 #include "proto/coordination.grpc.pb.h"
 #include "worker/coordination/coordination_client.h"
@@ -203,8 +204,8 @@ int RunLightAgentProcess(int argc, char** argv) {
   for (LightTask& t : tasks) t.channel->WaitForConnected(std::chrono::system_clock::now() + kLightCallTimeout);
   const int64_t accepted = NowNs();
   std::string error = RegisterAll(tasks);
-  std::printf("registered %lld %lld %s\n", static_cast<long long>(accepted), static_cast<long long>(NowNs()),
-              error.c_str());
+  std::printf("registered %lld %lld %.1f %s\n", static_cast<long long>(accepted), static_cast<long long>(NowNs()),
+              ProcessCpuMs(), error.c_str());
   std::fflush(stdout);
   if (error != "ok") return 1;
   error = HeartbeatUntilGo(tasks);

@@ -87,8 +87,8 @@ Status RunFailure(int n) {
   SimulatedJob& j = **job;
   MIRRORED_RETURN_IF_ERROR(j.Form());
   MIRRORED_RETURN_IF_ERROR(j.OpenErrorPolls());
+  const Clock::time_point last_heartbeat = Clock::now();  // the frozen task's is no earlier
   MIRRORED_RETURN_IF_ERROR(j.HeartbeatRound());
-  const Clock::time_point last_heartbeat = Clock::now();
   const int frozen = n / 2;
   j.StartHeartbeats(frozen);
   MIRRORED_ASSIGN_OR_RETURN(const Clock::time_point told, j.WaitForErrorEverywhere(j.task_name(frozen), kFailureWait));

@@ -61,8 +61,9 @@ TEST(CoordinationScaleTest, FrozenTaskReachesEveryTaskWithinTheHeartbeatBound) {
   ASSERT_TRUE((*job)->Form().ok());
   ASSERT_TRUE((*job)->OpenErrorPolls().ok());
   const int frozen = kFailureJob - 1;
-  ASSERT_TRUE((*job)->HeartbeatRound().ok());
+  // Taken before the round: the frozen task's last heartbeat is no earlier.
   const auto last_heartbeat = SimulatedJob::Clock::now();
+  ASSERT_TRUE((*job)->HeartbeatRound().ok());
   (*job)->StartHeartbeats(frozen);
   auto told = (*job)->WaitForErrorEverywhere((*job)->task_name(frozen), kAnswerWait);
   ASSERT_TRUE(told.ok()) << told.status();
