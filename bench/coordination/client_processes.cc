@@ -31,6 +31,8 @@ using Clock = std::chrono::steady_clock;
 // How long a child's agents may take to connect and register, and how long
 // the parent waits for a child's line.
 constexpr std::chrono::milliseconds kAgentTimeout{120000};
+// Each barrier round's deadline, as coordination_bench's own.
+constexpr std::chrono::milliseconds kBarrierTimeout{30000};
 constexpr char kBenchToken[] = "bench-token";
 
 int64_t NowNs() { return Clock::now().time_since_epoch().count(); }
@@ -87,7 +89,8 @@ double RunBarriers(AgentSlice& s) {
   OnEveryAgent(s.count, [&](int i) {
     for (int r = 0; r < s.rounds && s.results[static_cast<size_t>(i)].ok(); ++r) {
       const auto t0 = Clock::now();
-      s.results[static_cast<size_t>(i)] = s.agents[static_cast<size_t>(i)]->Barrier("bench/" + std::to_string(r), 30000);
+      s.results[static_cast<size_t>(i)] = s.agents[static_cast<size_t>(i)]->Barrier("bench/" + std::to_string(r),
+                                                                                  kBarrierTimeout.count());
       if (i == 0) first_agent_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     }
   });

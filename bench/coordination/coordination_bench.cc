@@ -59,6 +59,12 @@ struct Row {
   std::string error;
 };
 
+// A barrier round's deadline, and the registration timeout of the
+// in-process runs and of the runs with client processes.
+constexpr std::chrono::milliseconds kBarrierTimeout{30000};
+constexpr std::chrono::milliseconds kRegistrationTimeout{60000};
+constexpr std::chrono::milliseconds kProcessesRegistrationTimeout{120000};
+
 // How long the service's CPU is measured while the agents only heartbeat.
 constexpr std::chrono::seconds kHeartbeatPeriod{3};
 
@@ -75,7 +81,7 @@ Row RunProcesses(int n, int processes, int barrier_rounds, bool light) {
   const double cpu0 = ProcessCpuMs();
   CoordinationServiceOptions so;
   so.tasks = tasks;
-  so.registration_timeout_ms = 120000;
+  so.registration_timeout_ms = kProcessesRegistrationTimeout.count();
   auto service = CoordinationService::Create(so);
   if (!service.ok()) return row.error = service.status().ToString(), row;
   (*service)->StartDeadlineThread();
@@ -113,7 +119,7 @@ double BarrierRounds(std::vector<std::unique_ptr<CoordinationAgent>>& agents, st
     threads.emplace_back([&, i] {
       for (int r = 0; r < barrier_rounds && results[i].ok(); ++r) {
         const auto t0 = Clock::now();
-        results[i] = agents[i]->Barrier("bench/" + std::to_string(r), 30000);
+        results[i] = agents[i]->Barrier("bench/" + std::to_string(r), kBarrierTimeout.count());
         if (i == 0) agent0_ms.push_back(Ms(Clock::now() - t0));
       }
     });
@@ -134,7 +140,7 @@ Row RunOne(int n, bool separate, int barrier_rounds, int kv_gets) {
   const auto start = Clock::now();
   CoordinationServiceOptions so;
   so.tasks = tasks;
-  so.registration_timeout_ms = 60000;
+  so.registration_timeout_ms = kRegistrationTimeout.count();
   auto service = CoordinationService::Create(so);
   if (!service.ok()) return row.error = service.status().ToString(), row;
   (*service)->StartDeadlineThread();
@@ -155,7 +161,7 @@ Row RunOne(int n, bool separate, int barrier_rounds, int kv_gets) {
       o.task_name = tasks[i];
       o.job_token = "bench-token";
       o.service_task = tasks[0];
-      o.registration_timeout_ms = 60000;
+      o.registration_timeout_ms = kRegistrationTimeout.count();
       o.channel = separate ? CoordinationClient::MakeChannel(address, /*separate_connection=*/true)
                            : shared;
       agents[i] = std::make_unique<CoordinationAgent>(o);
