@@ -47,6 +47,10 @@ void BatchPrefetcher::Produce() {
     b.images.resize(idx.size() * es);
     b.labels.resize(idx.size());
     dataset_->Gather(idx, b.images.data(), b.labels.data());
+    if (dataset_->has_targets()) {
+      b.targets.resize(idx.size() * size_t(dataset_->target_width()));
+      dataset_->GatherTargets(idx, b.targets.data());
+    }
 
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_.load() && queue_.size() >= queue_depth_) cv_.wait_for(lock, kProducerPoll);

@@ -32,6 +32,7 @@ struct Batch {
   uint32_t size = 0;              // examples in this replica's slice (may be 0)
   std::vector<float> images;      // size * example_size floats, NHWC
   std::vector<int32_t> labels;    // size labels
+  std::vector<float> targets;     // regression data: size x target width floats (else empty)
 };
 
 class BatchPrefetcher {

@@ -81,9 +81,9 @@ void PruneOlderVersions(const std::string& cache_dir, const std::string& prefix,
 }
 
 // The cached entry, if present and a valid IDX file.
-StatusOr<IdxFile> MapEntry(const std::string& entry, const std::string& source) {
+StatusOr<IdxFile> MapEntry(const std::string& entry, const std::string& source, bool accept_float32) {
   MIRRORED_ASSIGN_OR_RETURN(auto region, ByteRegion::MapFile(entry));
-  return IdxFile::Parse(source, std::move(region));
+  return IdxFile::Parse(source, std::move(region), accept_float32);
 }
 
 // Writes `bytes` to `entry` atomically (temporary file, then rename).
@@ -156,33 +156,33 @@ StatusOr<IdxFile> ReadIdxCached(const std::string& path, const IdxCacheOptions& 
   // the problem), small, or not gzipped (nothing to save), read the source.
   if (cache_dir.empty() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
       static_cast<size_t>(st.st_size) < options.min_source_bytes || !IsGzipFile(path)) {
-    return IdxFile::Read(path);
+    return IdxFile::Read(path, options.accept_float32);
   }
   const std::string entry = cache_dir + "/" + EntryName(path, st);
-  if (auto hit = MapEntry(entry, path); hit.ok()) return hit;
+  if (auto hit = MapEntry(entry, path, options.accept_float32); hit.ok()) return hit;
 
   std::error_code ec;
   fs::create_directories(cache_dir, ec);
   if (ec) {
     WarnOnce(cache_dir + ": cannot create (" + ec.message() + ")");
-    return IdxFile::Read(path);
+    return IdxFile::Read(path, options.accept_float32);
   }
   const int lock = LockWithin(entry + ".lock", lock_timeout);
   if (lock < 0) {
     WarnOnce(entry + ".lock: not granted within " + std::to_string(lock_timeout.count()) + " ms");
-    return IdxFile::Read(path);
+    return IdxFile::Read(path, options.accept_float32);
   }
   // Another process may have published it while we waited.
-  StatusOr<IdxFile> result = MapEntry(entry, path);
+  StatusOr<IdxFile> result = MapEntry(entry, path, options.accept_float32);
   if (!result.ok()) {
-    result = IdxFile::Read(path);
+    result = IdxFile::Read(path, options.accept_float32);
     if (result.ok()) {
       const auto region = result->region()->bytes();
       if (Status s = Publish(entry, region); !s.ok()) {
         WarnOnce(s.message());
       } else {
         PruneOlderVersions(cache_dir, EntryPrefix(path), fs::path(entry).filename().string());
-        if (auto mapped = MapEntry(entry, path); mapped.ok()) {
+        if (auto mapped = MapEntry(entry, path, options.accept_float32); mapped.ok()) {
           result = std::move(mapped);  // the shared copy, not this process's own
         }
       }

@@ -37,6 +37,7 @@ struct IdxCacheOptions {
   std::string dir;                                       // "" = no cache
   std::chrono::milliseconds lock_timeout{60000};         // waiting for another process's inflate
   size_t min_source_bytes = size_t{1} << 20;             // gzipped sources smaller than this are not cached
+  bool accept_float32 = false;                           // IdxFile::Read's: float32 IDX files too
 };
 
 StatusOr<IdxFile> ReadIdxCached(const std::string& path, const IdxCacheOptions& options);

@@ -10,6 +10,9 @@
 namespace mirrored::data {
 namespace {
 
+constexpr uint32_t kIdxUbyte = 0x08;
+constexpr uint32_t kIdxFloat32 = 0x0d;
+
 // Upper bound on the decompressed size we accept: the largest Fashion-MNIST
 // file is 47 MB; anything past 1 GiB is a corrupt or hostile header.
 constexpr size_t kMaxDecompressedBytes = size_t{1} << 30;
@@ -74,8 +77,10 @@ uint32_t ReadBigEndian32(const uint8_t* p) {
 
 // Magic number and dimensions from the first bytes of an IDX image; the
 // number of values they promise in *count.
+// With `accept_float32`, type 0x0D (big-endian float32) too; *count is
+// then in bytes: 4 per value.
 StatusOr<std::vector<uint32_t>> ParseHeader(const std::string& name, std::span<const uint8_t> bytes,
-                                            size_t* count) {
+                                            size_t* count, bool accept_float32) {
   if (bytes.size() < 4) {
     return InvalidArgumentError(name + ": too short for an IDX header (" + std::to_string(bytes.size()) +
                                 " bytes)");
@@ -83,11 +88,14 @@ StatusOr<std::vector<uint32_t>> ParseHeader(const std::string& name, std::span<c
   uint32_t magic = ReadBigEndian32(bytes.data());
   uint32_t type = (magic >> 8) & 0xff;
   uint32_t rank = magic & 0xff;
-  if ((magic >> 16) != 0 || type != 0x08 || rank < 1 || rank > 4) {
+  const bool is_float = accept_float32 && type == kIdxFloat32;
+  if ((magic >> 16) != 0 || (type != kIdxUbyte && !is_float) || rank < 1 || rank > 4) {
     char hex[16];
     std::snprintf(hex, sizeof(hex), "0x%08x", magic);
     return InvalidArgumentError(name + ": wrong magic number " + hex +
-                                " (expected 0x00000801..0x00000804: unsigned bytes, 1-4 dimensions)");
+                                (accept_float32 ? " (expected 0x00000801..0x00000804: unsigned bytes, or "
+                                                  "0x00000d01..0x00000d04: float32, 1-4 dimensions)"
+                                                : " (expected 0x00000801..0x00000804: unsigned bytes, 1-4 dimensions)"));
   }
   size_t header = 4 + 4 * size_t{rank};
   if (bytes.size() < header) {
@@ -103,6 +111,12 @@ StatusOr<std::vector<uint32_t>> ParseHeader(const std::string& name, std::span<c
     }
     *count *= dim;
     dims.push_back(dim);
+  }
+  if (is_float) {
+    if (*count > kMaxDecompressedBytes / 4) {
+      return InvalidArgumentError(name + ": " + std::to_string(*count) + " float32 values are more than 1 GiB");
+    }
+    *count *= 4;
   }
   return dims;
 }
@@ -126,7 +140,7 @@ StatusOr<std::streamoff> OpenRegular(const std::string& path, std::ifstream* in)
 
 }  // namespace
 
-StatusOr<std::vector<uint32_t>> IdxFile::ReadHeader(const std::string& path) {
+StatusOr<std::vector<uint32_t>> IdxFile::ReadHeader(const std::string& path, bool accept_float32) {
   std::ifstream in;
   MIRRORED_ASSIGN_OR_RETURN(const std::streamoff size, OpenRegular(path, &in));
   std::vector<uint8_t> head(static_cast<size_t>(std::min<std::streamoff>(size, 64 * 1024)));
@@ -136,7 +150,7 @@ StatusOr<std::vector<uint32_t>> IdxFile::ReadHeader(const std::string& path) {
   }
   if (!IsGzip(head)) {
     size_t count = 0;
-    MIRRORED_ASSIGN_OR_RETURN(std::vector<uint32_t> dims, ParseHeader(path, head, &count));
+    MIRRORED_ASSIGN_OR_RETURN(std::vector<uint32_t> dims, ParseHeader(path, head, &count, accept_float32));
     const size_t have = static_cast<size_t>(size) - (4 + 4 * dims.size());
     if (have < count) {
       return InvalidArgumentError(path + ": truncated: header promises " + std::to_string(count) +
@@ -168,7 +182,7 @@ StatusOr<std::vector<uint32_t>> IdxFile::ReadHeader(const std::string& path) {
   }
   size_t count = 0;
   MIRRORED_ASSIGN_OR_RETURN(std::vector<uint32_t> dims,
-                            ParseHeader(path, std::span<const uint8_t>(first, got), &count));
+                            ParseHeader(path, std::span<const uint8_t>(first, got), &count, accept_float32));
   const uint64_t expected = 4 + 4 * dims.size() + count;
   uint8_t trailer[4] = {0, 0, 0, 0};
   if (size >= 18) {  // the smallest gzip stream: 10 bytes of header, 8 of trailer
@@ -186,7 +200,7 @@ StatusOr<std::vector<uint32_t>> IdxFile::ReadHeader(const std::string& path) {
   return dims;
 }
 
-StatusOr<IdxFile> IdxFile::Read(const std::string& path) {
+StatusOr<IdxFile> IdxFile::Read(const std::string& path, bool accept_float32) {
   std::ifstream in;
   MIRRORED_ASSIGN_OR_RETURN(const std::streamoff size, OpenRegular(path, &in));
   std::vector<uint8_t> raw;
@@ -198,19 +212,21 @@ StatusOr<IdxFile> IdxFile::Read(const std::string& path) {
   if (IsGzip(raw)) {
     MIRRORED_ASSIGN_OR_RETURN(raw, Gunzip(path, raw));
   }
-  return Parse(path, std::move(raw));
+  return Parse(path, ByteRegion::Own(std::move(raw)), accept_float32);
 }
 
 StatusOr<IdxFile> IdxFile::Parse(const std::string& name, std::vector<uint8_t> bytes) {
   return Parse(name, ByteRegion::Own(std::move(bytes)));
 }
 
-StatusOr<IdxFile> IdxFile::Parse(const std::string& name, std::shared_ptr<const ByteRegion> region) {
+StatusOr<IdxFile> IdxFile::Parse(const std::string& name, std::shared_ptr<const ByteRegion> region,
+                                 bool accept_float32) {
   const std::span<const uint8_t> bytes = region->bytes();
   IdxFile file;
   file.path_ = name;
   size_t count = 0;
-  MIRRORED_ASSIGN_OR_RETURN(file.dims_, ParseHeader(name, bytes, &count));
+  MIRRORED_ASSIGN_OR_RETURN(file.dims_, ParseHeader(name, bytes, &count, accept_float32));
+  file.float32_ = ((ReadBigEndian32(bytes.data()) >> 8) & 0xff) == kIdxFloat32;
   const size_t header = 4 + 4 * file.dims_.size();
   size_t have = bytes.size() - header;
   if (have < count) {

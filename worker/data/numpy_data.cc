@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
+#include <cstring>
 #include <optional>
 
 #include "worker/data/npy_array.h"
@@ -11,10 +13,6 @@
 
 namespace mirrored::data {
 namespace {
-
-// More classes than this is a label that is not a class index (an id, a
-// corrupt value): the last Dense layer alone would not fit in memory.
-constexpr int64_t kMaxClasses = 65536;
 
 bool IsDirectory(const std::string& path) {
   struct stat st {};
@@ -90,13 +88,18 @@ StatusOr<ImageSetShape> ImagesShape(const NpyArray& x) {
   return ImageSetShape{.height = int(s[1]), .width = int(s[2]), .channels = int(c)};
 }
 
-Status CheckLabelsShape(const NpyArray& y, const NpyArray& x) {
-  if (!NpyDtypeIsInteger(y.dtype())) {
-    return InvalidArgumentError(y.name() + ": dtype " + NpyDtypeName(y.dtype()) +
-                                " is not supported for labels: use an integer dtype (class indices)");
-  }
+Status CheckLabelsShape(const NpyArray& y, const NpyArray& x, bool float_targets) {
   const std::vector<size_t>& s = y.shape();
-  if (s.size() != 1 && !(s.size() == 2 && s[1] == 1)) {
+  if (float_targets) {  // regression: N or N x K numbers
+    if (s.size() != 1 && !(s.size() == 2 && s[1] >= 1 && s[1] <= size_t(kMaxClasses))) {
+      return InvalidArgumentError(y.name() + ": shape " + y.ShapeString() +
+                                  " is not targets (N, or N x K for K values per example)");
+    }
+  } else if (!NpyDtypeIsInteger(y.dtype())) {
+    return InvalidArgumentError(y.name() + ": dtype " + NpyDtypeName(y.dtype()) +
+                                " is not supported for labels: use an integer dtype (class indices), or --loss mse "
+                                "for float targets");
+  } else if (s.size() != 1 && !(s.size() == 2 && s[1] == 1)) {
     return InvalidArgumentError(y.name() + ": shape " + y.ShapeString() +
                                 " is not one label per example (N or N x 1; for one-hot labels save "
                                 "np.argmax(y, axis=1))");
@@ -108,11 +111,11 @@ Status CheckLabelsShape(const NpyArray& y, const NpyArray& x) {
   return OkStatus();
 }
 
-StatusOr<Split> OpenSplit(const ArraySource& src, const std::string& split, bool load) {
+StatusOr<Split> OpenSplit(const ArraySource& src, const std::string& split, bool load, bool float_targets) {
   MIRRORED_ASSIGN_OR_RETURN(NpyArray x, src.Get("x_" + split, load));
   MIRRORED_ASSIGN_OR_RETURN(NpyArray y, src.Get("y_" + split, true));  // labels are always read
   MIRRORED_ASSIGN_OR_RETURN(ImageSetShape shape, ImagesShape(x));
-  MIRRORED_RETURN_IF_ERROR(CheckLabelsShape(y, x));
+  MIRRORED_RETURN_IF_ERROR(CheckLabelsShape(y, x, float_targets));
   return Split{std::move(x), std::move(y), shape};
 }
 
@@ -153,6 +156,39 @@ StatusOr<std::vector<int32_t>> ReadLabels(const NpyArray& y, int64_t below) {
   return out;
 }
 
+// y's targets as floats (any number dtype), each finite; their width in *width.
+StatusOr<std::vector<float>> ReadTargets(const NpyArray& y, int* width) {
+  *width = y.shape().size() == 2 ? int(y.shape()[1]) : 1;
+  std::vector<float> out(y.count());
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (NpyDtypeIsInteger(y.dtype())) {
+      out[i] = static_cast<float>(y.Int64At(i));
+    } else if (y.dtype() == NpyDtype::kFloat32) {
+      std::memcpy(&out[i], y.data().data() + 4 * i, 4);
+    } else {
+      double v;
+      std::memcpy(&v, y.data().data() + 8 * i, 8);
+      out[i] = static_cast<float>(v);
+    }
+    if (!std::isfinite(out[i])) {
+      return InvalidArgumentError(y.name() + ": target " + std::to_string(out[i]) + " at index " +
+                                  std::to_string(i / size_t(*width)) + " is not a finite number");
+    }
+  }
+  return out;
+}
+
+Status CheckSameTargets(const Split& train, const Split& test) {
+  const size_t ka = train.y.shape().size() == 2 ? train.y.shape()[1] : 1;
+  const size_t kb = test.y.shape().size() == 2 ? test.y.shape()[1] : 1;
+  if (ka != kb) {
+    return InvalidArgumentError(test.y.name() + ": shape " + test.y.ShapeString() + ", but " +
+                                AlsoNamed(test.y, train.y) + "'s is " + train.y.ShapeString() +
+                                ": the targets must have one width");
+  }
+  return OkStatus();
+}
+
 Dataset MakeDataset(const Split& s, std::vector<int32_t> labels) {
   const ImageSetShape& sh = s.shape;
   if (s.x.dtype() == NpyDtype::kFloat32) {
@@ -163,36 +199,65 @@ Dataset MakeDataset(const Split& s, std::vector<int32_t> labels) {
 
 }  // namespace
 
-std::string ImageSetShape::ImageString() const {
-  return std::to_string(height) + "x" + std::to_string(width) + "x" + std::to_string(channels);
-}
-
 bool NumpyData::IsNumpyPath(const std::string& path) {
   if (IsDirectory(path)) return IsRegularFile(path + "/x_train.npy") || IsRegularFile(path + "/x_test.npy");
   return path.ends_with(".npz") || (IsRegularFile(path) && path.ends_with(".npy"));
 }
 
-StatusOr<ImageSetShape> NumpyData::CheckFiles(const std::string& path, bool with_train, bool with_test) {
+StatusOr<ImageSetShape> NumpyData::CheckFiles(const std::string& path, bool with_train, bool with_test,
+                                              bool float_targets) {
   MIRRORED_ASSIGN_OR_RETURN(ArraySource src, ArraySource::Open(path));
   // The training labels give the class count: the evaluator needs them too.
-  MIRRORED_ASSIGN_OR_RETURN(Split train, OpenSplit(src, "train", /*load=*/false));
+  MIRRORED_ASSIGN_OR_RETURN(Split train, OpenSplit(src, "train", /*load=*/false, float_targets));
   if (with_test) {
-    MIRRORED_ASSIGN_OR_RETURN(Split test, OpenSplit(src, "test", /*load=*/false));
+    MIRRORED_ASSIGN_OR_RETURN(Split test, OpenSplit(src, "test", /*load=*/false, float_targets));
     MIRRORED_RETURN_IF_ERROR(CheckSameImages(train, test));
+    if (float_targets) MIRRORED_RETURN_IF_ERROR(CheckSameTargets(train, test));
   }
   (void)with_train;
-  return train.shape;
+  ImageSetShape shape = train.shape;
+  if (float_targets) {  // the target width is in the header
+    shape.regression = true;
+    shape.classes = train.y.shape().size() == 2 ? int(train.y.shape()[1]) : 1;
+  }
+  return shape;
 }
 
-StatusOr<NumpyData> NumpyData::Load(const std::string& path, bool with_train, bool with_test) {
+// Float targets (regression) instead of class labels.
+StatusOr<NumpyData> NumpyData::LoadTargets(const std::string& path, bool with_train, bool with_test) {
   MIRRORED_ASSIGN_OR_RETURN(ArraySource src, ArraySource::Open(path));
-  MIRRORED_ASSIGN_OR_RETURN(Split train, OpenSplit(src, "train", /*load=*/with_train));
+  MIRRORED_ASSIGN_OR_RETURN(Split train, OpenSplit(src, "train", /*load=*/with_train, /*float_targets=*/true));
+  int width = 0;
+  MIRRORED_ASSIGN_OR_RETURN(std::vector<float> y_train, ReadTargets(train.y, &width));
+  NumpyData d;
+  d.shape_ = train.shape;
+  d.shape_.classes = width;
+  d.shape_.regression = true;
+  if (with_test) {
+    MIRRORED_ASSIGN_OR_RETURN(Split test, OpenSplit(src, "test", /*load=*/true, /*float_targets=*/true));
+    MIRRORED_RETURN_IF_ERROR(CheckSameImages(train, test));
+    MIRRORED_RETURN_IF_ERROR(CheckSameTargets(train, test));
+    MIRRORED_ASSIGN_OR_RETURN(std::vector<float> y_test, ReadTargets(test.y, &width));
+    d.test_ = MakeDataset(test, std::vector<int32_t>(test.y.shape()[0], 0));
+    d.test_.SetTargets(width, std::move(y_test));
+  }
+  if (with_train) {
+    d.train_ = MakeDataset(train, std::vector<int32_t>(train.y.shape()[0], 0));
+    d.train_.SetTargets(width, std::move(y_train));
+  }
+  return d;
+}
+
+StatusOr<NumpyData> NumpyData::Load(const std::string& path, bool with_train, bool with_test, bool float_targets) {
+  if (float_targets) return LoadTargets(path, with_train, with_test);
+  MIRRORED_ASSIGN_OR_RETURN(ArraySource src, ArraySource::Open(path));
+  MIRRORED_ASSIGN_OR_RETURN(Split train, OpenSplit(src, "train", /*load=*/with_train, false));
   MIRRORED_ASSIGN_OR_RETURN(std::vector<int32_t> y_train, ReadLabels(train.y, /*below=*/0));
   NumpyData d;
   d.shape_ = train.shape;
   d.shape_.classes = y_train.empty() ? 0 : *std::max_element(y_train.begin(), y_train.end()) + 1;
   if (with_test) {
-    MIRRORED_ASSIGN_OR_RETURN(Split test, OpenSplit(src, "test", /*load=*/true));
+    MIRRORED_ASSIGN_OR_RETURN(Split test, OpenSplit(src, "test", /*load=*/true, false));
     MIRRORED_RETURN_IF_ERROR(CheckSameImages(train, test));
     MIRRORED_ASSIGN_OR_RETURN(std::vector<int32_t> y_test, ReadLabels(test.y, d.shape_.classes));
     d.test_ = MakeDataset(test, std::move(y_test));

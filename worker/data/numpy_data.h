@@ -3,7 +3,8 @@
 // as one .npz (np.savez(path, x_train=..., ...)) or as a directory of
 // x_train.npy, y_train.npy, x_test.npy, y_test.npy. Images are uint8
 // (value / 255) or float32 (as they are), N x H x W or N x H x W x C;
-// labels of any integer dtype, N or N x 1. The pixels stay in the mapped
+// labels of any integer dtype, N or N x 1, or (--loss mse) targets of any
+// number dtype, N or N x K (regression: shape().regression). The pixels stay in the mapped
 // file (the workers of a machine share its pages); the labels become int32.
 // The class count is the largest training label + 1.
 //
@@ -16,16 +17,9 @@
 
 #include "common/status.h"
 #include "worker/data/dataset.h"
+#include "worker/data/image_set_shape.h"
 
 namespace mirrored::data {
-
-// What a data set gives a model: the image shape and the class count.
-struct ImageSetShape {
-  int height = 0, width = 0, channels = 0;
-  int classes = 0;  // 0: not known (a header check does not read the labels)
-  // "32x32x3"
-  std::string ImageString() const;
-};
 
 class NumpyData {
  public:
@@ -41,17 +35,23 @@ class NumpyData {
   // malformed or truncated array, a dtype or shape that is not an image set,
   // x and y counts that differ, a negative label, train and test images of
   // other shapes or dtypes, a compressed .npz.
-  static StatusOr<NumpyData> Load(const std::string& path, bool with_train, bool with_test);
+  // `float_targets` (--loss mse): y holds targets of any number dtype, N
+  // or N x K, read as floats (shape().regression, classes = K).
+  static StatusOr<NumpyData> Load(const std::string& path, bool with_train, bool with_test,
+                                  bool float_targets = false);
 
   // Load's checks that need only the headers (milliseconds, whatever the
   // size): members there, dtypes, shapes, counts. `classes` is 0.
-  static StatusOr<ImageSetShape> CheckFiles(const std::string& path, bool with_train, bool with_test);
+  static StatusOr<ImageSetShape> CheckFiles(const std::string& path, bool with_train, bool with_test,
+                                            bool float_targets = false);
 
   const Dataset& train() const { return train_; }
   const Dataset& test() const { return test_; }
   const ImageSetShape& shape() const { return shape_; }
 
  private:
+  static StatusOr<NumpyData> LoadTargets(const std::string& path, bool with_train, bool with_test);
+
   Dataset train_;
   Dataset test_;
   ImageSetShape shape_;
