@@ -1,5 +1,6 @@
 #include "common/run_dir/checkpoint_state.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/crc32c.h"
@@ -24,6 +25,9 @@ nlohmann::json CheckpointState::ToJson() const {
       {"wall_time", wall_time},
   };
   if (!precision.empty()) json["precision"] = precision;
+  if (!data_shape.empty()) json["data_shape"] = data_shape;
+  if (classes > 0) json["classes"] = classes;
+  if (!loss.empty()) json["loss"] = loss;
   if (loss_scale > 0) {
     json["loss_scale"] = loss_scale;
     json["loss_scale_good_steps"] = loss_scale_good_steps;
@@ -56,6 +60,10 @@ Status CheckpointState::Validate() const {
   if (num_workers < 1) return bad("num_workers", "must be at least 1");
   if (global_batch_size < 0) return bad("global_batch_size", "is negative");
   if (model.empty()) return bad("model", "is empty");
+  if (!data_shape.empty() && (data_shape.size() != 3 || data_shape[0] < 1 || data_shape[1] < 1 || data_shape[2] < 1)) {
+    return bad("data_shape", "is not [height, width, channels] of positive sizes");
+  }
+  if (classes < 0) return bad("classes", "is negative");
   if (!(loss_scale >= 0) || loss_scale > 3.4e38) return bad("loss_scale", "is not a finite non-negative number");
   if (loss_scale_good_steps < 0) return bad("loss_scale_good_steps", "is negative");
   return OkStatus();
@@ -101,6 +109,14 @@ StatusOr<CheckpointState> CheckpointState::FromJson(const nlohmann::json& json,
   MIRRORED_RETURN_IF_ERROR(get_string("mirrored_version", &s.mirrored_version, false));
   MIRRORED_RETURN_IF_ERROR(get_string("precision", &s.precision, false));
   MIRRORED_RETURN_IF_ERROR(get_int("loss_scale_good_steps", &s.loss_scale_good_steps, false));
+  MIRRORED_RETURN_IF_ERROR(get_int("classes", &s.classes, false));
+  MIRRORED_RETURN_IF_ERROR(get_string("loss", &s.loss, false));
+  if (auto it = json.find("data_shape"); it != json.end()) {
+    if (!it->is_array() || !std::all_of(it->begin(), it->end(), [](const auto& v) { return v.is_number_integer(); })) {
+      return fail("\"data_shape\" is not an array of integers");
+    }
+    s.data_shape = it->get<std::vector<int64_t>>();
+  }
   if (auto it = json.find("loss_scale"); it != json.end()) {
     if (!it->is_number()) return fail("\"loss_scale\" is not a number");
     s.loss_scale = it->get<double>();

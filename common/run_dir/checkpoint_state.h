@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -28,6 +29,14 @@ struct CheckpointState {
   int64_t num_workers = 1;    // worker tasks when written
   int64_t global_batch_size = 0;
   std::string model;      // model name, e.g. "cnn"
+  // The data it was trained on: image height, width, channels and the
+  // class count (the model's input and output). Empty / 0 in checkpoints
+  // of earlier versions (the tensors' shapes tell then).
+  std::vector<int64_t> data_shape;
+  int64_t classes = 0;
+  // --loss when not sparse_categorical_crossentropy ("mse": classes is
+  // then the target width); empty otherwise and in earlier versions.
+  std::string loss;
   std::string optimizer;  // "adam" or "sgd"
   // --precision of the run that wrote it ("fp32" when absent: earlier
   // versions). Tensors are FP32 in every precision, so any run resumes it.
