@@ -55,7 +55,7 @@ int FailBeforeJoining(const Status& error) {
 // its images: milliseconds, before the task joins a job.
 Status CheckTrainingData(const WorkerOptions& options) {
   MIRRORED_ASSIGN_OR_RETURN(data::ImageSetShape shape,
-                            data::TrainingData::CheckFiles(options.data_dir, options.validate));
+                            data::TrainingData::CheckFiles(options.data_dir, options.validate, options.data_options()));
   // The class count needs the labels read (0 here for NumPy data): Trainer checks it.
   return model::CheckZooInput(options.model, {shape.height, shape.width, shape.channels}, std::max(shape.classes, 1));
 }
@@ -68,7 +68,8 @@ Status CheckTrainingData(const WorkerOptions& options) {
 int CheckWithoutRunning(const WorkerOptions& options) {
   auto config = ResolveTfConfig(std::nullopt);
   Status s = config.status();
-  if (s.ok()) s = config->IsEvaluator() ? data::TrainingData::CheckTestFiles(options.data_dir).status()
+  if (s.ok()) s = config->IsEvaluator() ? data::TrainingData::CheckTestFiles(options.data_dir, options.data_options())
+                                              .status()
                                         : CheckTrainingData(options);
   if (s.ok()) return kExitSuccess;
   std::cerr << "mirrored-worker: error: " << s.message() << "\n";
@@ -119,8 +120,12 @@ int ReportDone(const std::string& task, const TrainSummary& summary, bool chief)
               << " (nothing left to train); weights fingerprint " << fingerprint
               << std::endl;
   } else if (chief) {
-    std::cout << "done: " << summary.steps << (summary.steps == 1 ? " step" : " steps") << "; loss " << summary.loss << " accuracy " << summary.accuracy;
-    if (summary.val_accuracy >= 0) std::cout << "; val_loss " << summary.val_loss << " val_accuracy " << summary.val_accuracy;
+    const std::string& metric = summary.metric;
+    std::cout << "done: " << summary.steps << (summary.steps == 1 ? " step" : " steps") << "; loss " << summary.loss
+              << " " << metric << " " << summary.accuracy;
+    if (summary.val_accuracy >= 0) {
+      std::cout << "; val_loss " << summary.val_loss << " val_" << metric << " " << summary.val_accuracy;
+    }
     std::cout << "; replicas identical: " << (summary.replicas_identical ? "yes" : "NO") << "; weights fingerprint "
               << fingerprint << std::endl;
   } else {
@@ -169,7 +174,7 @@ int RunTrainingTask(const WorkerOptions& options, const ClusterConfig& config, c
   // The dataset loads while the job forms (registration, Gloo rendezvous):
   // the two are independent and each takes a good part of the start-up.
   auto loading = std::async(std::launch::async, [&options] {
-    return data::TrainingData::Load(options.data_dir, options.validate);
+    return data::TrainingData::Load(options.data_dir, options.validate, options.data_options());
   });
   JoinAttempt attempt;
   auto strategy = MirroredStrategy::Create(config, so, &attempt);

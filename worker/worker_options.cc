@@ -58,8 +58,32 @@ void RegisterTlsFlags(CLI::App& app, coordination::TlsFiles& tls) {
 }  // namespace
 
 constexpr const char* kDataHelp =
-    "Training data: a directory of Fashion-MNIST IDX files (gzipped), an .npz with x_train, y_train, x_test, y_test "
-    "(np.savez), or a directory of those four .npy files";
+    "Training data: a directory of IDX files (Fashion-MNIST's, or MNIST-named files of any image shape), an .npz "
+    "with x_train, y_train, x_test, y_test (np.savez), a directory of those four .npy files, or a directory of "
+    "train*.tfrecord and test*.tfrecord files (tf.train.Example)";
+
+namespace {
+
+// --data, how it is read, and --loss (which decides what its labels are).
+void RegisterDataFlags(CLI::App& app, WorkerOptions& o) {
+  app.add_option("--data", o.data_dir, kDataHelp)->capture_default_str();
+  app.add_option("--tfrecord-image-key", o.tfrecord_image_key,
+                 "TFRecord data: the Example feature holding the image (default: image, else image_raw)");
+  app.add_option("--tfrecord-label-key", o.tfrecord_label_key, "TFRecord data: the Example feature holding the label")
+      ->capture_default_str();
+  app.add_option("--loss", o.loss,
+                 "sparse_categorical_crossentropy (integer class labels; metric accuracy) or mse (float targets, "
+                 "N or N x K, from .npy/.npz or TFRecord; metric mse)")
+      ->capture_default_str();
+}
+
+}  // namespace
+
+data::DataOptions WorkerOptions::data_options() const {
+  return {.tfrecord_image_key = tfrecord_image_key,
+          .tfrecord_label_key = tfrecord_label_key,
+          .float_targets = loss == "mse"};
+}
 
 void WorkerOptions::Register(CLI::App& app) {
   // A flag given twice takes its last value, as argparse and absl do: a
@@ -69,7 +93,7 @@ void WorkerOptions::Register(CLI::App& app) {
   app.add_option("--model", model, "Model: mlp, cnn or resnet")
       ->capture_default_str()
       ->each([this](const std::string&) { model_given = true; });
-  app.add_option("--data", data_dir, kDataHelp)->capture_default_str();
+  RegisterDataFlags(app, *this);
   app.add_option("--epochs", epochs, "Epochs to train")
       ->capture_default_str()
       ->transform(DecimalInteger<int64_t>());
@@ -147,6 +171,9 @@ Status WorkerOptions::Validate() const {
   }
   if (optimizer != "adam" && optimizer != "sgd") {
     return InvalidArgumentError("--optimizer \"" + optimizer + "\" is not one of adam, sgd");
+  }
+  if (loss != "sparse_categorical_crossentropy" && loss != "mse") {
+    return InvalidArgumentError("--loss \"" + loss + "\" is not one of sparse_categorical_crossentropy, mse");
   }
   if (device != "auto" && device != "cpu" && device != "gpu") {
     return InvalidArgumentError("--device \"" + device + "\" is not one of auto, cpu, gpu");

@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "worker/coordination/tls_files.h"
+#include "worker/data/data_options.h"
 
 namespace CLI {
 class App;  // CLI11: only worker_options.cc and main.cc parse flags
@@ -29,10 +30,17 @@ struct WorkerOptions {
   std::string model = "cnn";
   bool model_given = false;  // --model was on the command line (the evaluator takes a checkpoint's own)
   std::string data_dir = "/usr/share/datasets/fashion-mnist";  // or an .npz, or a directory of .npy (training_data.h)
+  std::string tfrecord_image_key;           // TFRecord data's image feature ("": image, else image_raw)
+  std::string tfrecord_label_key = "label";  // and its label feature
+  // How --data is read (--loss mse: float targets).
+  data::DataOptions data_options() const;
   int64_t epochs = 1;
   int64_t max_steps = 0;  // 0: no limit beyond --epochs
   int64_t batch_per_replica = 64;
   std::string optimizer = "adam";
+  // sparse_categorical_crossentropy (class labels) or mse (float targets,
+  // mean squared error; the metric is then mse, not accuracy).
+  std::string loss = "sparse_categorical_crossentropy";
   double lr = 0;          // 0: the optimizer's default (adam 1e-3, sgd 1e-2)
   bool lr_given = false;  // --lr was on the command line (then 0 is an error, not the default)
   uint64_t seed = 42;

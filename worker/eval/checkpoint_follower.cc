@@ -258,6 +258,7 @@ Status CheckpointFollower::EvaluateOne(const CheckpointInfo& info, bool last_pen
     summary_.last_step = info.step;
     summary_.last_loss = result.loss;
     summary_.last_accuracy = result.accuracy;
+    summary_.metric = loaded->info.state.loss == "mse" ? "mse" : "accuracy";
     summary_.last_final = final;
   }
   return OkStatus();

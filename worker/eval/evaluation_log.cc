@@ -35,9 +35,12 @@ Status EvaluationLog::Record(const CheckpointInfo& checkpoint, bool final, doubl
   // The epoch the checkpoint's last step belongs to, counted from 1, as in
   // the chief's train and validation lines.
   const int64_t epoch = st.epoch + (st.step_in_epoch == 0 ? 0 : 1);
+  // The metric of the checkpoint's loss: accuracy, or mse (--loss mse).
+  const std::string metric = st.loss == "mse" ? "mse" : "accuracy";
   char line[256];
-  std::snprintf(line, sizeof(line), "evaluated %s checkpoint ckpt-%lld (epoch %lld): loss %.4f accuracy %.4f",
-                final ? "final" : "", static_cast<long long>(step), static_cast<long long>(epoch), loss, accuracy);
+  std::snprintf(line, sizeof(line), "evaluated %s checkpoint ckpt-%lld (epoch %lld): loss %.4f %s %.4f",
+                final ? "final" : "", static_cast<long long>(step), static_cast<long long>(epoch), loss,
+                metric.c_str(), accuracy);
   std::string text(line);
   if (!final) text.replace(text.find("evaluated  "), 11, "evaluated ");
   PrintLine(text);
@@ -49,7 +52,7 @@ Status EvaluationLog::Record(const CheckpointInfo& checkpoint, bool final, doubl
                        << "'s eval line (an earlier evaluator stopped before recording it in its lease)";
   } else {
     MIRRORED_RETURN_IF_ERROR(metrics_->Append({{"kind", "eval"}, {"step", step}, {"epoch", epoch}, {"loss", loss},
-                                               {"accuracy", accuracy}, {"checkpoint", "ckpt-" + std::to_string(step)}}));
+                                               {metric, accuracy}, {"checkpoint", "ckpt-" + std::to_string(step)}}));
   }
   if (events_ == nullptr) {
     MIRRORED_ASSIGN_OR_RETURN(events_, EventWriter::Create(EventsDir()));
@@ -67,7 +70,7 @@ Status EvaluationLog::Record(const CheckpointInfo& checkpoint, bool final, doubl
     session_start_due_ = false;
   }
   MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("loss", step, static_cast<float>(loss)));
-  MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("accuracy", step, static_cast<float>(accuracy)));
+  MIRRORED_RETURN_IF_ERROR(events_->WriteScalar(metric, step, static_cast<float>(accuracy)));
   return WhileRunning(events_->Flush());
 }
 

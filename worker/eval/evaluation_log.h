@@ -32,6 +32,8 @@ class EvaluationLog {
   static StatusOr<std::unique_ptr<EvaluationLog>> Open(const std::string& run_dir);
 
   // Records the evaluation of `checkpoint` ("final": the job's last one).
+  // `accuracy` is the mse of a checkpoint trained with --loss mse (its
+  // state's "loss"), and named so.
   // Its metrics.jsonl line is written unless one is there already (an
   // evaluator stopped between its line and its lease update). Errors: the
   // files' (Internal, or Unavailable for a run directory that fails).

@@ -8,9 +8,9 @@
 namespace mirrored {
 namespace {
 
-std::string Result(double loss, double accuracy) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "loss %.4f accuracy %.4f", loss, accuracy);
+std::string Result(double loss, double accuracy, const std::string& metric) {
+  char text[96];
+  std::snprintf(text, sizeof(text), "loss %.4f %s %.4f", loss, metric.c_str(), accuracy);
   return text;
 }
 
@@ -46,7 +46,7 @@ std::string EvaluationSummary::Outcome() const {
   if (!more.empty()) more = " (" + more + ")";
   if (saw_final && last_step == final_step) {
     return "evaluator done: " + count + more + "; final checkpoint ckpt-" + std::to_string(last_step) + ": " +
-           Result(last_loss, last_accuracy);
+           Result(last_loss, last_accuracy, metric);
   }
   if (saw_final) {
     return "evaluator done: " + count + more + "; the job's last checkpoint, ckpt-" + std::to_string(final_step) +
@@ -58,7 +58,7 @@ std::string EvaluationSummary::Outcome() const {
   const std::string stopped = "evaluator stopped after " + count + more;
   if (evaluations > 0 && last_final) {
     return stopped + "; the newest, ckpt-" + std::to_string(last_step) + ", final in its state.json: " +
-           Result(last_loss, last_accuracy);
+           Result(last_loss, last_accuracy, metric);
   }
   if (evaluations == 0 && evaluated_before >= 0) {
     if (evaluated_before_final) {

@@ -30,7 +30,8 @@ struct EvaluationSummary {
   // one listed).
   int64_t last_step = -1;
   double last_loss = 0;
-  double last_accuracy = 0;
+  double last_accuracy = 0;  // the mse when `metric` says so
+  std::string metric = "accuracy";  // or "mse": the checkpoints' --loss mse
   bool last_final = false;
   bool saw_final = false;        // the job's last checkpoint is evaluated (by this run or an earlier one)
   int64_t final_step = -1;        // its step

@@ -43,7 +43,8 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
     (void)EvaluatorLease::Stop(env, options.run_dir);
     return s;
   };
-  auto data = data::TrainingData::LoadTest(options.data_dir);  // the test split is all it evaluates on
+  // The test split is all it evaluates on.
+  auto data = data::TrainingData::LoadTest(options.data_dir, options.data_options());
   if (!data.ok()) return setup_failed(data.status());
   auto log = EvaluationLog::Open(options.run_dir);
   if (!log.ok()) return setup_failed(log.status());

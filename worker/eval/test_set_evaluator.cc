@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "worker/checkpoint/checkpoint_data_shape.h"
 #include "worker/model/cpu_backend.h"
 #include "worker/model/cuda_check.h"
 #include "worker/strategy/device_choice.h"
@@ -13,11 +14,12 @@
 namespace mirrored {
 namespace {
 
-// Loss and accuracy of `model` on the whole of `test`.
+// Loss and accuracy (mse under --loss mse) of `model` on the whole of `test`.
 TestSetEvaluator::Result EvaluateOn(model::Model& model, const data::Dataset& test) {
   constexpr size_t kBatch = 500;
   std::vector<float> images;
   std::vector<int32_t> labels;
+  std::vector<float> targets;
   std::vector<uint32_t> idx;
   double loss_sum = 0, correct = 0;
   for (size_t begin = 0; begin < test.size(); begin += kBatch) {
@@ -27,9 +29,14 @@ TestSetEvaluator::Result EvaluateOn(model::Model& model, const data::Dataset& te
     images.resize(n * test.example_size());
     labels.resize(n);
     test.Gather(idx, images.data(), labels.data());
-    model.Forward(static_cast<int>(n), images.data(), labels.data(), /*training=*/false);
+    if (test.has_targets()) {
+      targets.resize(n * size_t(test.target_width()));
+      test.GatherTargets(idx, targets.data());
+    }
+    model.Forward(static_cast<int>(n), images.data(), labels.data(), test.has_targets() ? targets.data() : nullptr,
+                  /*training=*/false);
     for (float l : model.losses()) loss_sum += l;
-    correct += static_cast<double>(model.CorrectCount());
+    correct += model.MetricSum();  // mse: squared errors
   }
   return {loss_sum / static_cast<double>(test.size()), correct / static_cast<double>(test.size())};
 }
@@ -60,6 +67,15 @@ StatusOr<std::unique_ptr<TestSetEvaluator>> TestSetEvaluator::Create(const Worke
   return std::unique_ptr<TestSetEvaluator>(new TestSetEvaluator(options, std::move(data), gpu));
 }
 
+Status TestSetEvaluator::CheckLoss(const LoadedCheckpoint& checkpoint) const {
+  const std::string trained = checkpoint.info.state.loss.empty() ? "sparse_categorical_crossentropy"
+                                                                 : checkpoint.info.state.loss;
+  const std::string given = data_.shape().regression ? "mse" : "sparse_categorical_crossentropy";
+  if (trained == given) return OkStatus();
+  return InvalidArgumentError(checkpoint.info.dir + " was trained with --loss " + trained + ", but this evaluator " +
+                              "reads --data " + data_dir_ + " for --loss " + given + ": give it --loss " + trained);
+}
+
 StatusOr<std::unique_ptr<model::Backend>> TestSetEvaluator::MakeBackend() const {
   if (gpu_ >= 0) return model::MakeGpuBackend(gpu_);
   return model::MakeCpuBackend();
@@ -73,14 +89,19 @@ StatusOr<TestSetEvaluator::Result> TestSetEvaluator::Evaluate(const LoadedCheckp
       MIRRORED_LOG(WARNING) << "--model " << model_option_ << " ignored: ckpt-" << checkpoint.info.step
                             << " holds model " << st.model << " (its state.json), which is what is evaluated";
     }
+    const data::ImageSetShape& s = data_.shape();
+    MIRRORED_RETURN_IF_ERROR(
+        CheckpointFitsData(checkpoint.info, {s.height, s.width, s.channels}, s.classes, "--data " + data_dir_));
+    MIRRORED_RETURN_IF_ERROR(CheckLoss(checkpoint));
     if (!model_ || model_->name() != st.model) {
       MIRRORED_ASSIGN_OR_RETURN(auto backend, MakeBackend());
       // Built for --data's images and classes: a checkpoint of other
       // shapes does not fit it (RestoreModel names the tensor).
-      const data::ImageSetShape& s = data_.shape();
       MIRRORED_ASSIGN_OR_RETURN(model_, model::Model::Create(st.model, std::move(backend), 0,
                                                              {s.height, s.width, s.channels}, s.classes));
     }
+    model_->set_loss(data_.shape().regression ? model::Loss::kMeanSquaredError
+                                              : model::Loss::kSparseCategoricalCrossentropy);
     MIRRORED_RETURN_IF_ERROR(RestoreModel(checkpoint, *model_, nullptr));
     return EvaluateOn(*model_, data_.test());
   } catch (const model::CudaError& e) {

@@ -33,17 +33,26 @@ class TestSetEvaluator {
   // Restores `checkpoint`'s weights into a model of the kind its state.json
   // names (made anew when that changes; an explicit --model that differs is
   // warned about once) and evaluates it. Errors: the model's (unknown model,
-  // weights that do not fit it), Internal for a CUDA error, naming the
+  // weights that do not fit it), InvalidArgument for a checkpoint trained on
+  // data of another shape (its state.json), Internal for a CUDA error, naming the
   // checkpoint and the GPU.
   StatusOr<Result> Evaluate(const LoadedCheckpoint& checkpoint);
 
  private:
   TestSetEvaluator(const WorkerOptions& options, data::TrainingData data, int gpu)
-      : model_given_(options.model_given), model_option_(options.model), data_(std::move(data)), gpu_(gpu) {}
+      : model_given_(options.model_given),
+        model_option_(options.model),
+        data_dir_(options.data_dir),
+        data_(std::move(data)),
+        gpu_(gpu) {}
   StatusOr<std::unique_ptr<model::Backend>> MakeBackend() const;
+  // InvalidArgument when the checkpoint's --loss is not the one --data was
+  // read for (float targets or class labels).
+  Status CheckLoss(const LoadedCheckpoint& checkpoint) const;
 
   const bool model_given_;  // --model given explicitly: checked against each checkpoint's
   const std::string model_option_;
+  const std::string data_dir_;  // --data, for messages
   data::TrainingData data_;
   const int gpu_;  // -1: the CPU
   std::unique_ptr<model::Model> model_;

@@ -35,14 +35,13 @@ Model::~Model() {
   layers_.clear();  // kernels before the backend's engine
 }
 
-void Model::Forward(int n, const float* images, const int32_t* labels, bool training) {
-  n_ = n;
-  if (n == 0) {  // an empty shard of a short last batch: nothing to run
-    losses_.clear();
-    logits_.clear();
-    labels_.clear();
-    return;
-  }
+StatusOr<Loss> ParseLoss(const std::string& name) {
+  if (name == "sparse_categorical_crossentropy") return Loss::kSparseCategoricalCrossentropy;
+  if (name == "mse") return Loss::kMeanSquaredError;
+  return InvalidArgumentError("--loss \"" + name + "\" is not one of sparse_categorical_crossentropy, mse");
+}
+
+const float* Model::RunLayers(int n, const float* images, bool training) {
   float* x = images_.Reserve(size_t(n) * input_.size());
   if (ReordersChannels(*backend_, input_)) {
     // Images arrive NHWC; an NCHW backend's layers read them reordered.
@@ -52,17 +51,38 @@ void Model::Forward(int n, const float* images, const int32_t* labels, bool trai
   } else {
     backend_->Upload(images, x, size_t(n) * input_.size());
   }
-  labels_.assign(labels, labels + n);
-  labels_f_.assign(labels, labels + n);
-  float* y = labels_dev_.Reserve(size_t(n));
-  backend_->Upload(labels_f_.data(), y, size_t(n));
-
   inputs_.resize(layers_.size());
   const float* h = x;
   for (size_t i = 0; i < layers_.size(); ++i) {
     inputs_[i] = h;
     h = layers_[i]->Forward(n, h, training);
   }
+  return h;
+}
+
+void Model::Forward(int n, const float* images, const int32_t* labels, bool training) {
+  Forward(n, images, labels, nullptr, training);
+}
+
+void Model::Forward(int n, const float* images, const int32_t* labels, const float* targets, bool training) {
+  n_ = n;
+  if (n == 0) {  // an empty shard of a short last batch: nothing to run
+    losses_.clear();
+    logits_.clear();
+    labels_.clear();
+    return;
+  }
+  if (loss_ == Loss::kMeanSquaredError) {
+    if (targets == nullptr) throw std::invalid_argument("model " + name_ + ": mse without targets");
+    logits_dev_ = RunLayers(n, images, training);
+    SquaredErrors(n, targets);
+    return;
+  }
+  labels_.assign(labels, labels + n);
+  labels_f_.assign(labels, labels + n);
+  float* y = labels_dev_.Reserve(size_t(n));
+  backend_->Upload(labels_f_.data(), y, size_t(n));
+  const float* h = RunLayers(n, images, training);
   logits_dev_ = h;
   float* losses = losses_dev_.Reserve(size_t(n));
   float* probs = probs_.Reserve(size_t(n) * classes_);
@@ -71,6 +91,30 @@ void Model::Forward(int n, const float* images, const int32_t* labels, bool trai
   logits_.resize(size_t(n) * classes_);
   backend_->Download(losses, losses_.data(), size_t(n));
   backend_->Download(h, logits_.data(), logits_.size());
+}
+
+void Model::SquaredErrors(int n, const float* targets) {
+  // n x K values: the host computes the loss (nothing to gain on a device).
+  const size_t k = size_t(classes_);
+  logits_.resize(size_t(n) * k);
+  backend_->Download(logits_dev_, logits_.data(), logits_.size());
+  targets_.assign(targets, targets + size_t(n) * k);
+  losses_.assign(size_t(n), 0.0f);
+  for (size_t i = 0; i < size_t(n); ++i) {
+    double sum = 0;
+    for (size_t j = 0; j < k; ++j) {
+      const double d = double(logits_[i * k + j]) - double(targets_[i * k + j]);
+      sum += d * d;
+    }
+    losses_[i] = static_cast<float>(sum / double(k));
+  }
+}
+
+double Model::MetricSum() const {
+  if (loss_ != Loss::kMeanSquaredError) return static_cast<double>(CorrectCount());
+  double sum = 0;
+  for (float l : losses_) sum += l;
+  return sum;
 }
 
 int64_t Model::CorrectCount() const {
@@ -92,7 +136,19 @@ void Model::Backward(const float* example_weights, const GradientReadyFn& ready)
   float* w = weights_dev_.Reserve(size_t(n_));
   backend_->Upload(example_weights, w, size_t(n_));
   float* dy = dlogits_.Reserve(size_t(n_) * classes_);
-  backend_->SoftmaxCrossEntropyBackward(n_, classes_, probs_.data(), labels_dev_.data(), w, dy);
+  if (loss_ == Loss::kMeanSquaredError) {
+    // d/dz of w_i * mean_j (z_ij - t_ij)^2 = w_i * 2 (z_ij - t_ij) / K.
+    const size_t k = size_t(classes_);
+    std::vector<float> grad(size_t(n_) * k);
+    for (size_t i = 0; i < size_t(n_); ++i) {
+      for (size_t j = 0; j < k; ++j) {
+        grad[i * k + j] = example_weights[i] * 2.0f * (logits_[i * k + j] - targets_[i * k + j]) / float(k);
+      }
+    }
+    backend_->Upload(grad.data(), dy, grad.size());
+  } else {
+    backend_->SoftmaxCrossEntropyBackward(n_, classes_, probs_.data(), labels_dev_.data(), w, dy);
+  }
   for (size_t i = layers_.size(); i-- > 0;) dy = layers_[i]->Backward(n_, inputs_[i], dy, i > 0, ready);
 }
 

@@ -22,6 +22,14 @@
 
 namespace mirrored::model {
 
+// The loss Forward computes: softmax cross-entropy against class labels
+// (Keras' sparse_categorical_crossentropy, from logits), or the mean
+// squared error against float targets (Keras' mse: the mean over the K
+// outputs of each example).
+enum class Loss { kSparseCategoricalCrossentropy, kMeanSquaredError };
+// "sparse_categorical_crossentropy" or "mse" (--loss); InvalidArgument otherwise.
+StatusOr<Loss> ParseLoss(const std::string& name);
+
 class Model {
  public:
   // A named model from the zoo for `input` images and `classes` classes
@@ -38,16 +46,24 @@ class Model {
   Backend& backend() { return *backend_; }
   ParameterStore& store() { return store_; }
   Shape3 input_shape() const { return input_; }
-  int classes() const { return classes_; }
+  int classes() const { return classes_; }  // the last layer's outputs: classes, or the target width
+  void set_loss(Loss loss) { loss_ = loss; }
+  Loss loss() const { return loss_; }
 
   // Runs n examples (host NHWC images, host labels in [0, classes)) through
   // the network and the loss (n may be 0: an empty shard). After it, losses() holds the n per-example
   // cross-entropies and logits() the n x classes logits (host copies).
   void Forward(int n, const float* images, const int32_t* labels, bool training);
+  // The same under Loss::kMeanSquaredError: `targets` are n x classes()
+  // host floats (labels are then unused and may be null).
+  void Forward(int n, const float* images, const int32_t* labels, const float* targets, bool training);
   const std::vector<float>& losses() const { return losses_; }
   const std::vector<float>& logits() const { return logits_; }
   // Examples of the last Forward whose arg-max logit equals the label.
   int64_t CorrectCount() const;
+  // What the metric sums over the last Forward's examples: CorrectCount()
+  // (accuracy), or under mse the sum of the per-example squared errors (mse).
+  double MetricSum() const;
 
   // Gradient of sum_i example_weights[i] * losses[i] (host weights, n of
   // them, from the last training Forward) into store().grads_data(); `ready`
@@ -66,6 +82,12 @@ class Model {
   std::vector<const float*> inputs_;  // each layer's input in the last Forward
   const float* logits_dev_ = nullptr;
   DeviceArray images_, images_nhwc_, labels_dev_, weights_dev_, losses_dev_, probs_, dlogits_;
+  // The network up to the logits: their device pointer.
+  const float* RunLayers(int n, const float* images, bool training);
+  void SquaredErrors(int n, const float* targets);
+
+  Loss loss_ = Loss::kSparseCategoricalCrossentropy;
+  std::vector<float> targets_;  // the last Forward's (mse)
   std::vector<float> labels_f_, losses_, logits_;
   std::vector<int32_t> labels_;
 };

@@ -38,7 +38,7 @@ Status ChiefLog::Train(int64_t step, int64_t total, int64_t epoch, double loss, 
                        double step_ms, double lr, std::optional<LossScaleFigures> loss_scale) {
   std::ostringstream line;
   line << std::fixed << "step " << step << "/" << total << " epoch " << epoch + 1 << " loss "
-       << std::setprecision(4) << loss << " accuracy " << acc << " samples/s " << std::setprecision(0) << sps;
+       << std::setprecision(4) << loss << " " << metric_ << " " << acc << " samples/s " << std::setprecision(0) << sps;
   if (loss_scale) {
     line << " loss_scale " << std::setprecision(0) << loss_scale->scale;
     if (loss_scale->skipped_steps > 0) {
@@ -49,7 +49,7 @@ Status ChiefLog::Train(int64_t step, int64_t total, int64_t epoch, double loss, 
   Print(line.str());
   if (metrics_) {
     nlohmann::json record = {{"kind", "train"}, {"step", step}, {"epoch", epoch + 1},
-                             {"loss", FloatPrecision(loss)}, {"accuracy", FloatPrecision(acc)},
+                             {"loss", FloatPrecision(loss)}, {metric_, FloatPrecision(acc)},
                              {"samples_per_sec", sps}, {"step_time_ms", step_ms},
                              {"learning_rate", FloatPrecision(lr)}};
     if (loss_scale) {
@@ -61,7 +61,7 @@ Status ChiefLog::Train(int64_t step, int64_t total, int64_t epoch, double loss, 
   if (!events_dir_.empty()) {
     MIRRORED_RETURN_IF_ERROR(OpenEvents());
     MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("loss", step, static_cast<float>(loss)));
-    MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("accuracy", step, static_cast<float>(acc)));
+    MIRRORED_RETURN_IF_ERROR(events_->WriteScalar(metric_, step, static_cast<float>(acc)));
     MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("samples_per_sec", step, static_cast<float>(sps)));
     MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("step_time_ms", step, static_cast<float>(step_ms)));
     MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("learning_rate", step, static_cast<float>(lr)));
@@ -101,17 +101,17 @@ StatusOr<bool> ChiefLog::HasValidation(int64_t step) {
 Status ChiefLog::Validation(int64_t step, int64_t epoch, double loss, double acc) {
   std::ostringstream line;
   line << std::fixed << std::setprecision(4) << "epoch " << epoch + 1 << " validation: val_loss " << loss
-       << " val_accuracy " << acc;
+       << " val_" << metric_ << " " << acc;
   Print(line.str());
   if (metrics_) {
     MIRRORED_RETURN_IF_ERROR(metrics_->Append(
         {{"kind", "validation"}, {"step", step}, {"epoch", epoch + 1}, {"loss", FloatPrecision(loss)},
-         {"accuracy", FloatPrecision(acc)}}));
+         {metric_, FloatPrecision(acc)}}));
   }
   if (!events_dir_.empty()) {
     MIRRORED_RETURN_IF_ERROR(OpenEvents());
     MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("val_loss", step, static_cast<float>(loss)));
-    MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("val_accuracy", step, static_cast<float>(acc)));
+    MIRRORED_RETURN_IF_ERROR(events_->WriteScalar("val_" + metric_, step, static_cast<float>(acc)));
     MIRRORED_RETURN_IF_ERROR(events_->Flush());
   }
   return OkStatus();

@@ -36,6 +36,9 @@ class ChiefLog {
   // left to train leaves no empty one). Errors: the file's, or Internal for
   // a log directory that cannot be made.
   Status Open(const std::string& run_dir);
+  // The metric's name in the lines, metrics.jsonl and the events:
+  // "accuracy" (the default) or "mse" (--loss mse).
+  void set_metric(std::string name) { metric_ = std::move(name); }
   // A progress line: "step 100/1000 epoch 1 loss 0.5123 accuracy 0.8123
   // samples/s 12345", with the same scalars in metrics.jsonl and the events.
   // `epoch` counts from 0 (printed from 1). With `loss_scale` (fp16), the
@@ -65,6 +68,7 @@ class ChiefLog {
   std::string events_dir_;  // "" without a run directory
   std::unique_ptr<EventWriter> events_;
   std::optional<std::pair<int64_t, std::string>> pending_start_;
+  std::string metric_ = "accuracy";
 };
 
 }  // namespace mirrored

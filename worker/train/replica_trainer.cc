@@ -80,6 +80,7 @@ Status ReplicaTrainer::CreateModel() {
   }
   MIRRORED_ASSIGN_OR_RETURN(model_, model::Model::Create(options_.model, std::move(backend), options_.seed,
                                                                trainer_.input_shape(), trainer_.data_.shape().classes));
+  model_->set_loss(trainer_.loss_);
   MIRRORED_ASSIGN_OR_RETURN(optimizer_, model::Optimizer::Create(options_.optimizer,
                                                                  static_cast<float>(options_.EffectiveLearningRate())));
   optimizer_->Bind(&model_->store(), &model_->backend());
@@ -172,9 +173,10 @@ StatusOr<bool> ReplicaTrainer::Step() {
 
 Status ReplicaTrainer::TrainOn(const data::Batch& batch) {
   const int n = static_cast<int>(batch.size);
-  model_->Forward(n, batch.images.data(), batch.labels.data(), /*training=*/true);
+  model_->Forward(n, batch.images.data(), batch.labels.data(), batch.targets.empty() ? nullptr : batch.targets.data(),
+                  /*training=*/true);
   for (float l : model_->losses()) totals_.replica.loss += l;
-  totals_.replica.correct += static_cast<double>(model_->CorrectCount());
+  totals_.replica.correct += model_->MetricSum();  // mse: squared errors
   totals_.replica.count += n;
   const float example_weight =
       (loss_scale_ ? loss_scale_->scale() : 1.0f) / static_cast<float>(trainer_.global_batch_);
@@ -307,6 +309,10 @@ CheckpointState ReplicaTrainer::StateToSave(bool final) const {
   st.num_workers = trainer_.strategy_.num_tasks();
   st.global_batch_size = static_cast<int64_t>(trainer_.global_batch_);
   st.model = options_.model;
+  if (trainer_.loss_ != model::Loss::kSparseCategoricalCrossentropy) st.loss = options_.loss;
+  const data::ImageSetShape& data = trainer_.data_.shape();
+  st.data_shape = {data.height, data.width, data.channels};
+  st.classes = data.classes;
   st.optimizer = options_.optimizer;
   st.precision = options_.precision;
   if (loss_scale_) {

@@ -13,6 +13,7 @@ Status ValidateOnTestSet(model::Model& model, const data::Dataset& test, uint64_
   const auto order = sampler.EpochOrder(0);
   std::vector<float> images;
   std::vector<int32_t> labels;
+  std::vector<float> targets;
   double loss_sum = 0, correct = 0, count = 0;
   for (uint64_t step = 0; step < sampler.steps_per_epoch(); ++step) {
     auto idx = sampler.ReplicaIndicesFromOrder(order, {0, step}, static_cast<uint32_t>(replica.global_rank()),
@@ -21,9 +22,14 @@ Status ValidateOnTestSet(model::Model& model, const data::Dataset& test, uint64_
     images.resize(idx.size() * test.example_size());
     labels.resize(idx.size());
     test.Gather(idx, images.data(), labels.data());
-    model.Forward(static_cast<int>(idx.size()), images.data(), labels.data(), /*training=*/false);
+    if (test.has_targets()) {
+      targets.resize(idx.size() * size_t(test.target_width()));
+      test.GatherTargets(idx, targets.data());
+    }
+    model.Forward(static_cast<int>(idx.size()), images.data(), labels.data(),
+                  test.has_targets() ? targets.data() : nullptr, /*training=*/false);
     for (float l : model.losses()) loss_sum += l;
-    correct += static_cast<double>(model.CorrectCount());
+    correct += model.MetricSum();
     count += static_cast<double>(idx.size());
   }
   std::vector<float> sums = {static_cast<float>(loss_sum), static_cast<float>(correct), static_cast<float>(count)};

@@ -19,7 +19,7 @@ namespace mirrored {
 
 // A collective: every replica calls it, at the same step. The model runs
 // forward only (training=false), so no weight changes. `loss` and
-// `accuracy` are the means over every example, the same on every replica.
+// `accuracy` (the mse under --loss mse: Model::MetricSum) are the means over every example, the same on every replica.
 // Errors: the collective's.
 Status ValidateOnTestSet(model::Model& model, const data::Dataset& test, uint64_t global_batch,
                          ReplicaContext& replica, double* loss, double* accuracy);

@@ -5,6 +5,7 @@
 
 #include "common/cpu_cores.h"
 #include "common/logging.h"
+#include "worker/checkpoint/checkpoint_data_shape.h"
 #include "worker/checkpoint/training_done.h"
 #include "worker/checkpoint/training_start.h"
 #include "worker/model/cpu_backend.h"
@@ -16,7 +17,8 @@
 namespace mirrored {
 
 StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy) {
-  MIRRORED_ASSIGN_OR_RETURN(data::TrainingData data, data::TrainingData::Load(options.data_dir, options.validate));
+  MIRRORED_ASSIGN_OR_RETURN(data::TrainingData data,
+                            data::TrainingData::Load(options.data_dir, options.validate, options.data_options()));
   return Train(options, strategy, data);
 }
 
@@ -47,10 +49,13 @@ Status Trainer::Plan() {
   auto settings = TrainingSettings(options_, data_.train().size(), data_.test().size());
   settings.emplace_back("images (--data)", data_.shape().ImageString());
   settings.emplace_back("classes (--data)", std::to_string(data_.shape().classes));
+  settings.emplace_back("loss (--loss)", options_.loss);
   MIRRORED_RETURN_IF_ERROR(strategy_.CheckTasksAgree(settings));
   MIRRORED_RETURN_IF_ERROR(model::CheckZooInput(options_.model, input_shape(), data_.shape().classes));
   // Every task has the same device kind and precision: all refuse alike.
   MIRRORED_ASSIGN_OR_RETURN(precision_, model::ParsePrecision(options_.precision));
+  MIRRORED_ASSIGN_OR_RETURN(loss_, model::ParseLoss(options_.loss));
+  if (loss_ == model::Loss::kMeanSquaredError) summary_.metric = "mse";
   if (!strategy_.on_gpu()) MIRRORED_RETURN_IF_ERROR(model::CheckCpuPrecision(precision_));
   world_ = strategy_.num_replicas_in_sync();
   global_batch_ = static_cast<uint64_t>(options_.batch_per_replica) * static_cast<uint64_t>(world_);
@@ -74,6 +79,7 @@ Status Trainer::Plan() {
 Status Trainer::PrepareRunDir() {
   if (checkpoints_) MIRRORED_RETURN_IF_ERROR(ClaimRunDir());
   MIRRORED_RETURN_IF_ERROR(log_.Open(options_.run_dir));
+  if (loss_ == model::Loss::kMeanSquaredError) log_.set_metric("mse");
   if (checkpoints_) {
     MIRRORED_RETURN_IF_ERROR(FindResumePoint());
     MIRRORED_RETURN_IF_ERROR(RecordStart());
@@ -119,6 +125,11 @@ Status Trainer::CheckResumable(const CheckpointInfo& latest) const {
     return InvalidArgumentError("--model " + options_.model + " does not match the run directory's checkpoint " +
                                 latest.dir + " (model " + st.model + "): use another --run-dir");
   }
+  const std::string trained_loss = st.loss.empty() ? "sparse_categorical_crossentropy" : st.loss;
+  if (trained_loss != options_.loss) {
+    return InvalidArgumentError("--loss " + options_.loss + " does not match the run directory's checkpoint " +
+                                latest.dir + " (loss " + trained_loss + "): use another --run-dir");
+  }
   if (!st.optimizer.empty() && st.optimizer != options_.optimizer) {
     return InvalidArgumentError("--optimizer " + options_.optimizer + " does not match the run directory's checkpoint " +
                                 latest.dir + " (optimizer " + st.optimizer + ", whose slots it holds): use --optimizer " +
@@ -152,7 +163,10 @@ Status Trainer::CheckFitsData(const LoadedCheckpoint& latest) const {
                                 dims(there->shape) + " there, " + dims(t.shape) +
                                 " for this data): use another --run-dir");
   }
-  return OkStatus();
+  // Shapes the tensors do not show (a model that pools over the image):
+  // the state's record of the data.
+  const data::ImageSetShape& s = data_.shape();
+  return CheckpointFitsData(latest.info, {s.height, s.width, s.channels}, s.classes, "--data " + options_.data_dir);
 }
 
 Status Trainer::RecordStart() {

@@ -29,6 +29,7 @@
 #include "worker/data/batch_sampler.h"
 #include "worker/data/training_data.h"
 #include "worker/model/layer.h"
+#include "worker/model/model.h"
 #include "worker/model/precision.h"
 #include "worker/train/chief_log.h"
 #include "worker/strategy/mirrored_strategy.h"
@@ -39,7 +40,8 @@ namespace mirrored {
 struct TrainSummary {
   int64_t steps = 0;            // global steps completed
   double loss = 0;              // mean training loss over the last epoch
-  double accuracy = 0;
+  double accuracy = 0;          // the metric: accuracy, or the mse under --loss mse
+  std::string metric = "accuracy";  // its name: "accuracy" or "mse"
   double val_loss = -1;         // last validation (-1: none)
   double val_accuracy = -1;
   double samples_per_sec = 0;
@@ -115,6 +117,7 @@ class Trainer {
 
   // Plan(): the same on every task.
   model::Precision precision_ = model::Precision::kFp32;
+  model::Loss loss_ = model::Loss::kSparseCategoricalCrossentropy;
   int world_ = 0;  // replicas in sync
   uint64_t global_batch_ = 0;
   std::optional<data::BatchSampler> sampler_;
