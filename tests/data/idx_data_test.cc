@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "tests/data/image_set_test_util.h"
+#include "worker/data/idx_file.h"
 #include "worker/data/training_data.h"
 
 namespace mirrored::data {
@@ -64,6 +65,16 @@ TEST_F(IdxDataTest, LoadsFloat32GreyImagesUnderTestNames) {
   EXPECT_FLOAT_EQ(images[7], float(SyntheticPixel(4, 7)) / 255.0f);
   EXPECT_FLOAT_EQ(images[400 + 399], float(SyntheticPixel(1, 399)) / 255.0f);
   EXPECT_EQ(labels[0], 1);
+}
+
+// Plain files are read in place: the workers of a machine share the pages.
+TEST_F(IdxDataTest, PlainFilesAreMappedNotCopied) {
+  WriteIdxSplit(dir_, "train", 20, 20, 1, 3, 6, /*float32=*/false, /*gzip=*/false);
+  auto f = IdxFile::Read((dir_ / "train-images-idx3-ubyte").string());
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TRUE(f->region()->mapped());
+  EXPECT_EQ(f->dims(), (std::vector<uint32_t>{6, 20, 20}));
+  EXPECT_EQ(f->data()[401], SyntheticPixel(1, 1));
 }
 
 TEST_F(IdxDataTest, FashionMnistLayoutKeepsItsReader) {

@@ -203,6 +203,16 @@ StatusOr<std::vector<uint32_t>> IdxFile::ReadHeader(const std::string& path, boo
 StatusOr<IdxFile> IdxFile::Read(const std::string& path, bool accept_float32) {
   std::ifstream in;
   MIRRORED_ASSIGN_OR_RETURN(const std::streamoff size, OpenRegular(path, &in));
+  uint8_t magic[2] = {0, 0};
+  in.read(reinterpret_cast<char*>(magic), 2);
+  if (size >= 2 && !IsGzip({magic[0], magic[1]})) {
+    // A plain file is mapped in place: the workers of a machine share its
+    // pages, as they share a cache entry of a gzipped one.
+    MIRRORED_ASSIGN_OR_RETURN(std::shared_ptr<const ByteRegion> region, ByteRegion::MapFile(path));
+    return Parse(path, std::move(region), accept_float32);
+  }
+  in.clear();
+  in.seekg(0);
   std::vector<uint8_t> raw;
   if (size > 0) {
     raw.resize(static_cast<size_t>(size));

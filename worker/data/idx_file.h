@@ -27,7 +27,8 @@ class IdxFile {
   // the dimensions (trailing bytes are an error too). Errors: NotFound (no
   // such file), InvalidArgument (bad magic, bad dimensions, truncated, not a
   // valid gzip stream, trailing data). All messages start with the path.
-  // `accept_float32`: type 0x0D (big-endian float32) is valid too.
+  // `accept_float32`: type 0x0D (big-endian float32) is valid too. A
+  // plain file is mapped (region()->mapped()), a gzipped one inflated.
   static StatusOr<IdxFile> Read(const std::string& path, bool accept_float32 = false);
 
   // The checks of Read that take microseconds, for a task to fail before it
