@@ -27,6 +27,7 @@ StatusOr<std::vector<std::string>> SplitHostKeys(const std::string& list, int ex
     }
     keys.push_back(list.substr(colon + 1, length));
     at = colon + 1 + length;
+    if (static_cast<int>(keys.size()) > expected) break;  // named below; a damaged list grows no further
   }
   if (static_cast<int>(keys.size()) != expected) {
     return InvalidArgumentError("the tasks' host list names " + std::to_string(keys.size()) + " tasks, not " +

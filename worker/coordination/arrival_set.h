@@ -21,9 +21,8 @@ class ArrivalSet {
 
   // Marks `index` (0 <= index < participants) arrived; false if it already was.
   bool Insert(int index) {
-    auto bit = arrived_[static_cast<size_t>(index)];
-    if (bit) return false;
-    bit = true;
+    if (arrived_[static_cast<size_t>(index)]) return false;
+    arrived_[static_cast<size_t>(index)] = true;
     ++count_;
     return true;
   }

@@ -61,9 +61,15 @@ Status CoordinationAgent::Connect() {
   if (status.ok()) {
     StatusOr<ClusterView> view = ParseClusterView(resp->view());
     status = view.status();
-    if (view.ok()) {
+    const int index = resp->task_index();
+    if (view.ok() && (index < 0 || index >= static_cast<int>(view->tasks.size()) ||
+                      view->tasks[static_cast<size_t>(index)].name != options_.task_name)) {
+      status = InternalError("task " + options_.task_name + ": " + ServiceName() + " answered its registration with " +
+                             "task index " + std::to_string(index) + ", which is not this task in its view of " +
+                             std::to_string(view->tasks.size()) + " tasks");
+    } else if (view.ok()) {
       view_ = std::move(*view);
-      task_index_ = resp->task_index();
+      task_index_ = index;
     }
   } else if (status.code() == StatusCode::kDeadlineExceeded &&
              status.message().find("registration timed out") == std::string::npos &&

@@ -250,10 +250,12 @@ StatusOr<HostLayout> ExchangeHostLayout(const ClusterConfig& config, gloo::rende
   const std::string mine =
       std::to_string(config.cluster.TrainingHostIndexOf(config.task).value_or(-1)) + "|" + SameHostIdentity();
   std::string list;
+  std::string waiting_for = "process 0 to publish the tasks' host list (it waits for every process's key)";
   try {
     store.set("host/" + std::to_string(process_rank), std::vector<char>(mine.begin(), mine.end()));
     if (process_rank == 0) {
       for (int r = 0; r < processes; ++r) {
+        waiting_for = "the host key of process " + std::to_string(r) + " of " + std::to_string(processes);
         const std::vector<char> theirs = store.get("host/" + std::to_string(r));
         keys.emplace_back(theirs.begin(), theirs.end());
       }
@@ -264,7 +266,7 @@ StatusOr<HostLayout> ExchangeHostLayout(const ClusterConfig& config, gloo::rende
     const std::vector<char> all = store.get("host/all");
     list.assign(all.begin(), all.end());
   } catch (const std::exception& e) {
-    return DeadlineExceededError(std::string("exchanging the tasks' hosts: ") + e.what());
+    return DeadlineExceededError("exchanging the tasks' hosts, waiting for " + waiting_for + ": " + e.what());
   }
   MIRRORED_ASSIGN_OR_RETURN(keys, SplitHostKeys(list, processes));
   return HostLayout::FromHostKeys(keys);
