@@ -13,15 +13,19 @@
 #include <random>
 #include <vector>
 
+#include "worker/model/avg_pool2d_layer.h"
 #include "worker/model/batch_norm_layer.h"
 #include "worker/model/conv2d_layer.h"
 #include "worker/model/cpu_backend.h"
 #include "worker/model/dense_layer.h"
+#include "worker/model/dropout_layer.h"
 #include "worker/model/flatten_layer.h"
 #include "worker/model/global_avg_pool_layer.h"
+#include "worker/model/layer_graph.h"
 #include "worker/model/max_pool2d_layer.h"
 #include "worker/model/model.h"
 #include "worker/model/relu_layer.h"
+#include "worker/model/rescaling_layer.h"
 #include "worker/model/residual_block.h"
 
 namespace mirrored::model {
@@ -225,6 +229,103 @@ TEST(GradientCheck, SmallModelEndToEnd) {
     float* p = m.store().param(int(t));
     CheckGradient("model d" + info.name, g, [&, p](size_t i) -> float& { return p[i]; }, loss);
   }
+}
+
+// The layers --model-json added (AveragePooling2D, Dropout, Rescaling) and
+// the graph that joins Functional branches with Add.
+TEST(GradientCheck, AvgPool2D) {
+  LayerHarness(std::make_unique<AvgPool2DLayer>("p", 2, 2), {4, 6, 3}, 2).Check("avgpool");
+}
+TEST(GradientCheck, AvgPool2DOverlapping) {
+  LayerHarness(std::make_unique<AvgPool2DLayer>("p", 3, 1), {5, 4, 2}, 2).Check("avgpool3s1");
+}
+TEST(GradientCheck, DropoutTraining) {
+  auto d = std::make_unique<DropoutLayer>("drop", 0.4f);
+  d->SetBatchPosition({.seed = 5, .step = 3, .first_example = 8});
+  LayerHarness(std::move(d), {3, 3, 4}, 3).Check("dropout");
+}
+TEST(GradientCheck, Rescaling) {
+  LayerHarness(std::make_unique<RescalingLayer>("r", 0.5f, -1.f), {2, 3, 2}, 2).Check("rescaling");
+}
+
+// x -> conv -> relu -> conv, plus x: Add -> relu -> dense, where x is the
+// graph's input (two consumers) and the add's first branch is a chain.
+std::unique_ptr<LayerGraph> ResidualGraph() {
+  auto g = std::make_unique<LayerGraph>("g");
+  const int c1 = g->AddLayer(std::make_unique<Conv2DLayer>("c1", Conv2DOptions{.filters = 3, .kernel = 3,
+                                                                               .same_padding = true, .relu = true}),
+                             LayerGraph::kGraphInput);
+  const int c2 = g->AddLayer(
+      std::make_unique<Conv2DLayer>("c2", Conv2DOptions{.filters = 3, .kernel = 3, .same_padding = true}), c1);
+  const int add = g->AddSum("add", {c2, LayerGraph::kGraphInput});
+  const int relu = g->AddLayer(std::make_unique<ReluLayer>("relu"), add);
+  g->AddLayer(std::make_unique<DenseLayer>("d", 4, false), relu);
+  return g;
+}
+
+TEST(GradientCheck, LayerGraphResidualAdd) {
+  g_eps = 2e-3f;
+  LayerHarness(ResidualGraph(), {4, 4, 3}, 2).Check("graph residual");
+  g_eps = 1e-2f;
+}
+
+// One node read by three (two Adds and a Dense chain): its gradient sums three contributions.
+TEST(GradientCheck, LayerGraphFanOutAndThreeWaySum) {
+  auto g = std::make_unique<LayerGraph>("g");
+  const int a = g->AddLayer(std::make_unique<DenseLayer>("a", 5, false), LayerGraph::kGraphInput);
+  const int b = g->AddLayer(std::make_unique<DenseLayer>("b", 5, true), a);
+  const int s1 = g->AddSum("s1", {a, b});
+  const int c = g->AddLayer(std::make_unique<RescalingLayer>("c", 2.f, 0.5f), a);
+  const int s2 = g->AddSum("s2", {s1, c, a});
+  g->AddLayer(std::make_unique<DenseLayer>("out", 3, false), s2);
+  LayerHarness(std::move(g), {1, 1, 6}, 3).Check("graph fan-out");
+}
+
+TEST(LayerGraph, RefusesUnusedNodesAndUnequalSums) {
+  ParameterStore store;
+  LayerGraph unused("g");
+  unused.AddLayer(std::make_unique<DenseLayer>("dead", 3, false), LayerGraph::kGraphInput);
+  unused.AddLayer(std::make_unique<DenseLayer>("out", 2, false), LayerGraph::kGraphInput);
+  EXPECT_THROW(unused.Build({1, 1, 4}, &store), std::invalid_argument);
+  LayerGraph unequal("h");
+  const int d = unequal.AddLayer(std::make_unique<DenseLayer>("d", 3, false), LayerGraph::kGraphInput);
+  unequal.AddSum("add", {d, LayerGraph::kGraphInput});
+  EXPECT_THROW(unequal.Build({1, 1, 4}, &store), std::invalid_argument);
+  EXPECT_THROW(unequal.AddLayer(std::make_unique<ReluLayer>("r"), 7), std::invalid_argument);
+}
+
+// A mask depends on the example's index in the global batch, not on the
+// replica that runs it: replica 1's four examples of a batch of eight get
+// what one replica's examples 4-7 got.
+TEST(Dropout, MaskFollowsTheExampleNotTheReplica) {
+  auto backend = MakeCpuBackend();
+  ParameterStore store;
+  DropoutLayer whole("drop", 0.5f), half("drop", 0.5f);
+  const Shape3 shape{2, 2, 8};
+  whole.Build(shape, &store);
+  half.Build(shape, &store);
+  store.Allocate(backend.get(), 1);
+  whole.Bind(backend.get(), &store);
+  half.Bind(backend.get(), &store);
+  const std::vector<float> x(8 * shape.size(), 1.f);
+  whole.SetBatchPosition({.seed = 42, .step = 11, .first_example = 0});
+  const float* y8 = whole.Forward(8, x.data(), true);
+  half.SetBatchPosition({.seed = 42, .step = 11, .first_example = 4});
+  const float* y4 = half.Forward(4, x.data(), true);
+  const std::vector<float> tail(y8 + 4 * shape.size(), y8 + 8 * shape.size());
+  EXPECT_EQ(std::vector<float>(y4, y4 + 4 * shape.size()), tail);
+  size_t dropped = 0;
+  for (float v : tail) {
+    EXPECT_TRUE(v == 0.f || v == 2.f) << v;
+    dropped += v == 0.f;
+  }
+  EXPECT_GT(dropped, tail.size() / 4);
+  EXPECT_LT(dropped, 3 * tail.size() / 4);
+  // Another step draws another mask; inference passes x through.
+  half.SetBatchPosition({.seed = 42, .step = 12, .first_example = 4});
+  const float* next = half.Forward(4, x.data(), true);
+  EXPECT_NE(std::vector<float>(next, next + 4 * shape.size()), tail);
+  EXPECT_EQ(half.Forward(4, x.data(), false), x.data());
 }
 
 }  // namespace

@@ -45,7 +45,8 @@ struct ConvSpec {
   int out_w() const { return (in_w + 2 * pad() - kernel) / stride + 1; }
 };
 
-// Max pooling, window `size`, stride `stride`, no padding (Keras "valid").
+// Max or average pooling, window `size`, stride `stride`, no padding
+// (Keras "valid").
 struct PoolSpec {
   int in_h = 0, in_w = 0, channels = 0;
   int size = 2;
@@ -134,6 +135,8 @@ class Backend {
   virtual std::unique_ptr<DenseKernel> MakeDense(const DenseSpec& spec) = 0;
   virtual std::unique_ptr<ConvKernel> MakeConv(const ConvSpec& spec) = 0;
   virtual std::unique_ptr<PoolKernel> MakeMaxPool(const PoolSpec& spec) = 0;
+  // Average over each window (no padding: every window is full).
+  virtual std::unique_ptr<PoolKernel> MakeAvgPool(const PoolSpec& spec) = 0;
   virtual std::unique_ptr<BatchNormKernel> MakeBatchNorm(const BatchNormSpec& spec) = 0;
 
   virtual void Relu(const float* x, float* y, size_t count) = 0;
@@ -143,6 +146,10 @@ class Backend {
   virtual void AddRelu(const float* a, const float* b, float* y, size_t count) = 0;
   // dst += src.
   virtual void Accumulate(const float* src, float* dst, size_t count) = 0;
+  // y = a * b, element-wise (y may be a or b): Dropout's mask.
+  virtual void Multiply(const float* a, const float* b, float* y, size_t count) = 0;
+  // y = x * scale + offset (y may be x): Rescaling.
+  virtual void ScaleShift(const float* x, float scale, float offset, float* y, size_t count) = 0;
   // y[n, c] = mean over hw of x[n, hw, c] (x[n, c, hw] when channels_first);
   // and its gradient.
   virtual void GlobalAvgPool(int n, int hw, int c, const float* x, float* y) = 0;

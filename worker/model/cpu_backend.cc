@@ -47,6 +47,7 @@ void CpuBackend::Zero(float* p, size_t count) {
 std::unique_ptr<DenseKernel> CpuBackend::MakeDense(const DenseSpec& spec) { return MakeDnnlDense(&ctx_, spec); }
 std::unique_ptr<ConvKernel> CpuBackend::MakeConv(const ConvSpec& spec) { return MakeDnnlConv(&ctx_, spec); }
 std::unique_ptr<PoolKernel> CpuBackend::MakeMaxPool(const PoolSpec& spec) { return MakeDnnlMaxPool(&ctx_, spec); }
+std::unique_ptr<PoolKernel> CpuBackend::MakeAvgPool(const PoolSpec& spec) { return MakeDnnlAvgPool(&ctx_, spec); }
 std::unique_ptr<BatchNormKernel> CpuBackend::MakeBatchNorm(const BatchNormSpec& spec) {
   return MakeDnnlBatchNorm(&ctx_, spec);
 }
@@ -72,6 +73,16 @@ void CpuBackend::AddRelu(const float* a, const float* b, float* y, size_t count)
 void CpuBackend::Accumulate(const float* src, float* dst, size_t count) {
 #pragma omp parallel for simd if (count > kParallelMin)
   for (size_t i = 0; i < count; ++i) dst[i] += src[i];
+}
+
+void CpuBackend::Multiply(const float* a, const float* b, float* y, size_t count) {
+#pragma omp parallel for simd if (count > kParallelMin)
+  for (size_t i = 0; i < count; ++i) y[i] = a[i] * b[i];
+}
+
+void CpuBackend::ScaleShift(const float* x, float scale, float offset, float* y, size_t count) {
+#pragma omp parallel for simd if (count > kParallelMin)
+  for (size_t i = 0; i < count; ++i) y[i] = x[i] * scale + offset;
 }
 
 void CpuBackend::ChannelsFirstToLast(int n, int hw, int c, const float* x, float* y) {

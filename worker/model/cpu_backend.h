@@ -38,12 +38,15 @@ class CpuBackend final : public Backend {
   std::unique_ptr<DenseKernel> MakeDense(const DenseSpec& spec) override;
   std::unique_ptr<ConvKernel> MakeConv(const ConvSpec& spec) override;
   std::unique_ptr<PoolKernel> MakeMaxPool(const PoolSpec& spec) override;
+  std::unique_ptr<PoolKernel> MakeAvgPool(const PoolSpec& spec) override;
   std::unique_ptr<BatchNormKernel> MakeBatchNorm(const BatchNormSpec& spec) override;
 
   void Relu(const float* x, float* y, size_t count) override;
   void ReluMask(const float* y, float* dy, size_t count) override;
   void AddRelu(const float* a, const float* b, float* y, size_t count) override;
   void Accumulate(const float* src, float* dst, size_t count) override;
+  void Multiply(const float* a, const float* b, float* y, size_t count) override;
+  void ScaleShift(const float* x, float scale, float offset, float* y, size_t count) override;
   void GlobalAvgPool(int n, int hw, int c, const float* x, float* y) override;
   void GlobalAvgPoolBackward(int n, int hw, int c, const float* dy, float* dx) override;
   void SoftmaxCrossEntropy(int n, int classes, const float* logits, const float* labels, float* losses,

@@ -248,13 +248,14 @@ class DnnlPointwiseConv final : public ConvKernel {
 };
 
 // -------------------------------------------------------------- pooling ----
-class DnnlMaxPool final : public PoolKernel {
+// Max pooling (with its argmax workspace) or average pooling (none).
+class DnnlPool final : public PoolKernel {
  public:
-  DnnlMaxPool(DnnlContext* ctx, const PoolSpec& s) : ctx_(ctx), s_(s) {}
+  DnnlPool(DnnlContext* ctx, const PoolSpec& s, dnnl::algorithm alg) : ctx_(ctx), s_(s), alg_(alg) {}
 
   void Forward(int n, const float* x, float* y, bool training) override {
     Prims& p = Get(n);
-    if (training) {
+    if (training && alg_ == dnnl::algorithm::pooling_max) {
       void* ws = Scratch(workspace_, p.train_pd.workspace_desc().get_size());
       p.train.execute(ctx_->stream, {{DNNL_ARG_SRC, Mem(p.x, ctx_, x)},
                                      {DNNL_ARG_DST, Mem(p.y, ctx_, y)},
@@ -267,9 +268,10 @@ class DnnlMaxPool final : public PoolKernel {
 
   void Backward(int n, const float*, const float*, const float* dy, float* dx) override {
     Prims& p = Get(n);
-    p.bwd.execute(ctx_->stream, {{DNNL_ARG_DIFF_DST, Mem(p.y, ctx_, dy)},
-                                 {DNNL_ARG_DIFF_SRC, Mem(p.x, ctx_, dx)},
-                                 {DNNL_ARG_WORKSPACE, Mem(p.train_pd.workspace_desc(), ctx_, workspace_.data())}});
+    std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, Mem(p.y, ctx_, dy)}, {DNNL_ARG_DIFF_SRC, Mem(p.x, ctx_, dx)}};
+    if (alg_ == dnnl::algorithm::pooling_max)
+      args.emplace(DNNL_ARG_WORKSPACE, Mem(p.train_pd.workspace_desc(), ctx_, workspace_.data()));
+    p.bwd.execute(ctx_->stream, args);
     ctx_->stream.wait();
   }
 
@@ -289,7 +291,7 @@ class DnnlMaxPool final : public PoolKernel {
     p.x = memory::desc({N, C, s_.in_h, s_.in_w}, dt::f32, tag::nhwc);
     p.y = memory::desc({N, C, s_.out_h(), s_.out_w()}, dt::f32, tag::nhwc);
     memory::dims k{s_.size, s_.size}, st{s_.stride, s_.stride}, pad{0, 0};
-    auto alg = dnnl::algorithm::pooling_max;
+    const dnnl::algorithm alg = alg_;
     p.train_pd = dnnl::pooling_forward::primitive_desc(
         dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, alg, p.x, p.y, st, k, pad, pad), ctx_->engine);
     p.train = dnnl::pooling_forward(p.train_pd);
@@ -303,6 +305,7 @@ class DnnlMaxPool final : public PoolKernel {
 
   DnnlContext* ctx_;
   PoolSpec s_;
+  dnnl::algorithm alg_;
   std::map<int, Prims> cache_;
   std::vector<float> workspace_;
 };
@@ -396,7 +399,10 @@ std::unique_ptr<ConvKernel> MakeDnnlConv(DnnlContext* ctx, const ConvSpec& spec)
   return std::make_unique<DnnlConv>(ctx, spec);
 }
 std::unique_ptr<PoolKernel> MakeDnnlMaxPool(DnnlContext* ctx, const PoolSpec& spec) {
-  return std::make_unique<DnnlMaxPool>(ctx, spec);
+  return std::make_unique<DnnlPool>(ctx, spec, dnnl::algorithm::pooling_max);
+}
+std::unique_ptr<PoolKernel> MakeDnnlAvgPool(DnnlContext* ctx, const PoolSpec& spec) {
+  return std::make_unique<DnnlPool>(ctx, spec, dnnl::algorithm::pooling_avg_exclude_padding);
 }
 std::unique_ptr<BatchNormKernel> MakeDnnlBatchNorm(DnnlContext* ctx, const BatchNormSpec& spec) {
   return std::make_unique<DnnlBatchNorm>(ctx, spec);

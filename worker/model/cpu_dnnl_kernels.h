@@ -26,6 +26,7 @@ struct DnnlContext {
 std::unique_ptr<DenseKernel> MakeDnnlDense(DnnlContext* ctx, const DenseSpec& spec);
 std::unique_ptr<ConvKernel> MakeDnnlConv(DnnlContext* ctx, const ConvSpec& spec);
 std::unique_ptr<PoolKernel> MakeDnnlMaxPool(DnnlContext* ctx, const PoolSpec& spec);
+std::unique_ptr<PoolKernel> MakeDnnlAvgPool(DnnlContext* ctx, const PoolSpec& spec);
 std::unique_ptr<BatchNormKernel> MakeDnnlBatchNorm(DnnlContext* ctx, const BatchNormSpec& spec);
 
 }  // namespace mirrored::model

@@ -5,7 +5,7 @@ namespace mirrored::model {
 Shape3 DenseLayer::Build(Shape3 input, ParameterStore* store) {
   in_ = int(input.size());
   in_shape_ = input;
-  kernel_ = store->AddTrainable(name() + "/kernel", {in_, units_}, Init::kGlorotUniform, in_, units_);
+  kernel_ = store->AddTrainable(name() + "/kernel", {in_, units_}, init_, in_, units_);
   bias_ = store->AddTrainable(name() + "/bias", {units_}, Init::kZeros);
   return {1, 1, units_};
 }

@@ -1,4 +1,4 @@
-// Fully connected layer, kernel [in, units] (Glorot uniform), bias [units]
+// Fully connected layer, kernel [in, units] (Glorot uniform unless told), bias [units]
 // (zeros), optional fused ReLU. Flattens its input (in NHWC order, as
 // Flatten does).
 //
@@ -17,7 +17,8 @@ namespace mirrored::model {
 
 class DenseLayer final : public Layer {
  public:
-  DenseLayer(std::string name, int units, bool relu) : Layer(std::move(name)), units_(units), relu_(relu) {}
+  DenseLayer(std::string name, int units, bool relu, Init init = Init::kGlorotUniform)
+      : Layer(std::move(name)), units_(units), relu_(relu), init_(init) {}
 
   Shape3 Build(Shape3 input, ParameterStore* store) override;
   void Bind(Backend* backend, ParameterStore* store) override;
@@ -27,6 +28,7 @@ class DenseLayer final : public Layer {
  private:
   int units_;
   bool relu_;
+  Init init_;
   int in_ = 0;
   Shape3 in_shape_;
   ChannelsLastInput order_;

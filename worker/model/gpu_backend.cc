@@ -76,6 +76,7 @@ void GpuBackend::Synchronize() { MIRRORED_CUDA_CHECK(cudaStreamSynchronize(ctx_.
 std::unique_ptr<DenseKernel> GpuBackend::MakeDense(const DenseSpec& spec) { return MakeCublasDense(&ctx_, spec); }
 std::unique_ptr<ConvKernel> GpuBackend::MakeConv(const ConvSpec& spec) { return MakeCudnnConv(&ctx_, spec); }
 std::unique_ptr<PoolKernel> GpuBackend::MakeMaxPool(const PoolSpec& spec) { return MakeCudnnMaxPool(&ctx_, spec); }
+std::unique_ptr<PoolKernel> GpuBackend::MakeAvgPool(const PoolSpec& spec) { return MakeCudnnAvgPool(&ctx_, spec); }
 std::unique_ptr<BatchNormKernel> GpuBackend::MakeBatchNorm(const BatchNormSpec& spec) {
   return MakeGpuBatchNorm(&ctx_, spec);
 }
@@ -87,6 +88,12 @@ void GpuBackend::AddRelu(const float* a, const float* b, float* y, size_t count)
 }
 void GpuBackend::Accumulate(const float* src, float* dst, size_t count) {
   gpu::Accumulate(ctx_.stream(), src, dst, count);
+}
+void GpuBackend::Multiply(const float* a, const float* b, float* y, size_t count) {
+  gpu::Multiply(ctx_.stream(), a, b, y, count);
+}
+void GpuBackend::ScaleShift(const float* x, float scale, float offset, float* y, size_t count) {
+  gpu::ScaleShift(ctx_.stream(), x, scale, offset, y, count);
 }
 void GpuBackend::ChannelsFirstToLast(int n, int hw, int c, const float* x, float* y) {
   gpu::ChannelsFirstToLast(ctx_.stream(), n, hw, c, x, y);

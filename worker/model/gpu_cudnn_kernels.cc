@@ -333,14 +333,15 @@ class CudnnConv final : public ConvKernel {
 };
 
 // -------------------------------------------------------------- pooling ----
-class CudnnMaxPool final : public PoolKernel {
+// Max or average pooling (`mode`), no padding.
+class CudnnPool final : public PoolKernel {
  public:
-  CudnnMaxPool(GpuContext* ctx, const PoolSpec& s) : ctx_(ctx), s_(s) {
+  CudnnPool(GpuContext* ctx, const PoolSpec& s, cudnnPoolingMode_t mode) : ctx_(ctx), s_(s) {
     MIRRORED_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&pool_));
-    MIRRORED_CUDNN_CHECK(cudnnSetPooling2dDescriptor(pool_, CUDNN_POOLING_MAX, CUDNN_NOT_PROPAGATE_NAN, s.size, s.size,
-                                                     0, 0, s.stride, s.stride));
+    MIRRORED_CUDNN_CHECK(
+        cudnnSetPooling2dDescriptor(pool_, mode, CUDNN_NOT_PROPAGATE_NAN, s.size, s.size, 0, 0, s.stride, s.stride));
   }
-  ~CudnnMaxPool() override { cudnnDestroyPoolingDescriptor(pool_); }
+  ~CudnnPool() override { cudnnDestroyPoolingDescriptor(pool_); }
 
   void Forward(int n, const float* x, float* y, bool) override {
     Set(n);
@@ -458,7 +459,10 @@ std::unique_ptr<ConvKernel> MakeCudnnConv(GpuContext* ctx, const ConvSpec& spec)
   return std::make_unique<CudnnConv>(ctx, spec);
 }
 std::unique_ptr<PoolKernel> MakeCudnnMaxPool(GpuContext* ctx, const PoolSpec& spec) {
-  return std::make_unique<CudnnMaxPool>(ctx, spec);
+  return std::make_unique<CudnnPool>(ctx, spec, CUDNN_POOLING_MAX);
+}
+std::unique_ptr<PoolKernel> MakeCudnnAvgPool(GpuContext* ctx, const PoolSpec& spec) {
+  return std::make_unique<CudnnPool>(ctx, spec, CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING);
 }
 std::unique_ptr<BatchNormKernel> MakeGpuBatchNorm(GpuContext* ctx, const BatchNormSpec& spec) {
   return std::make_unique<GpuBatchNorm>(ctx, spec);

@@ -57,6 +57,7 @@ class GpuContext {
 std::unique_ptr<DenseKernel> MakeCublasDense(GpuContext* ctx, const DenseSpec& spec);
 std::unique_ptr<ConvKernel> MakeCudnnConv(GpuContext* ctx, const ConvSpec& spec);
 std::unique_ptr<PoolKernel> MakeCudnnMaxPool(GpuContext* ctx, const PoolSpec& spec);
+std::unique_ptr<PoolKernel> MakeCudnnAvgPool(GpuContext* ctx, const PoolSpec& spec);
 std::unique_ptr<BatchNormKernel> MakeGpuBatchNorm(GpuContext* ctx, const BatchNormSpec& spec);
 
 }  // namespace mirrored::model

@@ -30,6 +30,12 @@ __global__ void AddReluK(const float* a, const float* b, float* y, size_t n) {
 __global__ void AccumulateK(const float* src, float* dst, size_t n) {
   MIRRORED_GRID_LOOP(i, n) dst[i] += src[i];
 }
+__global__ void MultiplyK(const float* a, const float* b, float* y, size_t n) {
+  MIRRORED_GRID_LOOP(i, n) y[i] = a[i] * b[i];
+}
+__global__ void ScaleShiftK(const float* x, float scale, float offset, float* y, size_t n) {
+  MIRRORED_GRID_LOOP(i, n) y[i] = x[i] * scale + offset;
+}
 __global__ void BiasActK(float* y, const float* b, size_t n, int c, size_t inner, bool relu) {
   MIRRORED_GRID_LOOP(i, n) {
     float v = y[i] + b[(i / inner) % c];
@@ -137,6 +143,14 @@ void AddRelu(cudaStream_t s, const float* a, const float* b, float* y, size_t n)
 }
 void Accumulate(cudaStream_t s, const float* src, float* dst, size_t n) {
   MIRRORED_CUDA_LAUNCH_CHECK((AccumulateK<<<Blocks(n), kThreads, 0, s>>>(src, dst, n)));
+}
+void Multiply(cudaStream_t s, const float* a, const float* b, float* y, size_t n) {
+  if (n == 0) return;
+  MIRRORED_CUDA_LAUNCH_CHECK((MultiplyK<<<Blocks(n), kThreads, 0, s>>>(a, b, y, n)));
+}
+void ScaleShift(cudaStream_t s, const float* x, float scale, float offset, float* y, size_t n) {
+  if (n == 0) return;
+  MIRRORED_CUDA_LAUNCH_CHECK((ScaleShiftK<<<Blocks(n), kThreads, 0, s>>>(x, scale, offset, y, n)));
 }
 void BiasAct(cudaStream_t s, float* y, const float* b, size_t outer, int c, size_t inner, bool relu) {
   const size_t n = outer * size_t(c) * inner;

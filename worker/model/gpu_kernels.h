@@ -19,6 +19,9 @@ void Relu(cudaStream_t s, const float* x, float* y, size_t n);
 void ReluMask(cudaStream_t s, const float* y, float* dy, size_t n);
 void AddRelu(cudaStream_t s, const float* a, const float* b, float* y, size_t n);
 void Accumulate(cudaStream_t s, const float* src, float* dst, size_t n);
+// y = a * b; y = x * scale + offset (in place allowed).
+void Multiply(cudaStream_t s, const float* a, const float* b, float* y, size_t n);
+void ScaleShift(cudaStream_t s, const float* x, float scale, float offset, float* y, size_t n);
 // y[o, ch, i] = act(y[o, ch, i] + b[ch]) on y[outer, c, inner]: a dense
 // layer's [n, units] is inner = 1, an NCHW activation outer = n, inner = hw.
 void BiasAct(cudaStream_t s, float* y, const float* b, size_t outer, int c, size_t inner, bool relu);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -28,6 +29,16 @@ struct Shape3 {
   int h = 1, w = 1, c = 1;
   size_t size() const { return size_t(h) * w * c; }
   friend bool operator==(const Shape3&, const Shape3&) = default;
+};
+
+// Where the examples of a training Forward sit in the job: the model's
+// seed, the optimizer step and the index of the first example within the
+// step's global batch. Seeded random layers (Dropout) key their draws by it,
+// so an example gets the same mask whichever replica runs it.
+struct BatchPosition {
+  uint64_t seed = 0;
+  int64_t step = 0;
+  int64_t first_example = 0;
 };
 
 class Layer {
@@ -51,6 +62,9 @@ class Layer {
   // overwrite; x: that Forward's input. Returns dx (owned by the layer, or
   // dy itself), or nullptr when !need_dx.
   virtual float* Backward(int n, const float* x, float* dy, bool need_dx, const GradientReadyFn& ready) = 0;
+  // Called before each Forward with where its examples sit; only layers
+  // that draw random numbers (or hold such layers) need it.
+  virtual void SetBatchPosition(const BatchPosition&) {}
 
  private:
   std::string name_;

@@ -18,7 +18,7 @@ StatusOr<std::unique_ptr<Model>> Model::Create(const std::string& name, std::uni
 Model::Model(std::string name, std::unique_ptr<Backend> backend, std::vector<std::unique_ptr<Layer>> layers,
              Shape3 input, int classes, uint64_t seed)
     : name_(std::move(name)), backend_(std::move(backend)), layers_(std::move(layers)), input_(input),
-      classes_(classes) {
+      classes_(classes), seed_(seed) {
   Shape3 s = input;
   for (auto& l : layers_) s = l->Build(s, &store_);
   if (int(s.size()) != classes) {
@@ -27,6 +27,7 @@ Model::Model(std::string name, std::unique_ptr<Backend> backend, std::vector<std
   }
   store_.Allocate(backend_.get(), seed);
   for (auto& l : layers_) l->Bind(backend_.get(), &store_);
+  SetBatchPosition(0, 0);
   for (DeviceArray* a : {&images_, &images_nhwc_, &labels_dev_, &weights_dev_, &losses_dev_, &probs_, &dlogits_})
     a->set_backend(backend_.get());
 }
@@ -115,6 +116,10 @@ double Model::MetricSum() const {
   double sum = 0;
   for (float l : losses_) sum += l;
   return sum;
+}
+
+void Model::SetBatchPosition(int64_t step, int64_t first_example) {
+  for (auto& l : layers_) l->SetBatchPosition({.seed = seed_, .step = step, .first_example = first_example});
 }
 
 int64_t Model::CorrectCount() const {

@@ -59,6 +59,12 @@ class Model {
   void Forward(int n, const float* images, const int32_t* labels, const float* targets, bool training);
   const std::vector<float>& losses() const { return losses_; }
   const std::vector<float>& logits() const { return logits_; }
+  // Where the next training Forwards' examples sit: the optimizer step and
+  // the first example's index within the step's global batch (replica r of
+  // B examples each: r * B). Dropout keys its masks by it (and the seed), so
+  // any replica count draws the same masks. Default: step 0, example 0.
+  void SetBatchPosition(int64_t step, int64_t first_example);
+
   // Examples of the last Forward whose arg-max logit equals the label.
   int64_t CorrectCount() const;
   // What the metric sums over the last Forward's examples: CorrectCount()
@@ -78,6 +84,7 @@ class Model {
   std::vector<std::unique_ptr<Layer>> layers_;
   Shape3 input_;
   int classes_;
+  uint64_t seed_;
   int n_ = 0;
   std::vector<const float*> inputs_;  // each layer's input in the last Forward
   const float* logits_dev_ = nullptr;
