@@ -1,0 +1,247 @@
+#include "worker/model/keras_model_json.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "worker/model/keras_layer_config.h"
+
+namespace mirrored::model {
+namespace {
+
+using nlohmann::json;
+
+std::string ShapeText(Shape3 s) {
+  return std::to_string(s.h) + "x" + std::to_string(s.w) + "x" + std::to_string(s.c);
+}
+
+// The names of the layers a Functional entry reads, from its one call:
+// Keras 2 [[["conv", 0, 0, {}], ...]]; Keras 3 [{"args": [tensor or
+// [tensors]], "kwargs": {}}], each tensor {"config": {"keras_history":
+// ["conv", 0, 0]}}.
+StatusOr<std::vector<std::string>> InboundNames(const json& entry, const std::string& where) {
+  const json nodes = entry.value("inbound_nodes", json::array());
+  if (!nodes.is_array() || nodes.size() > 1) {
+    return InvalidArgumentError(where + ": \"inbound_nodes\" holds " + std::to_string(nodes.size()) +
+                                " calls; mirrored supports each layer called once (no shared layers)");
+  }
+  std::vector<std::string> names;
+  if (nodes.empty()) return names;
+  std::vector<const json*> refs;
+  const json& call = nodes[0];
+  if (call.is_array()) {
+    for (const json& r : call) refs.push_back(&r);
+  } else if (call.is_object() && call.contains("args") && call["args"].is_array() && !call["args"].empty()) {
+    const json& a = call["args"][0];
+    if (a.is_array()) {
+      for (const json& t : a) refs.push_back(&t);
+    } else {
+      refs.push_back(&a);
+    }
+  }
+  for (const json* r : refs) {
+    const json* history = r;  // Keras 2: ["conv", 0, 0, {}]
+    if (r->is_object()) {     // Keras 3: a __keras_tensor__
+      auto c = r->find("config");
+      history = c != r->end() && c->is_object() && c->contains("keras_history") ? &c->at("keras_history") : nullptr;
+    }
+    if (history == nullptr || !history->is_array() || history->empty() || !(*history)[0].is_string())
+      return InvalidArgumentError(where + ": \"inbound_nodes\" has an input that names no layer");
+    names.push_back((*history)[0].get<std::string>());
+  }
+  if (names.empty()) return InvalidArgumentError(where + ": \"inbound_nodes\" names no input layer");
+  return names;
+}
+
+// The one layer name of "input_layers" / "output_layers": [["x", 0, 0]]
+// (Keras 2, Keras 3 with several) or ["x", 0, 0] (Keras 3, one).
+StatusOr<std::string> OnlyEndpoint(const json& config, const std::string& key) {
+  const json list = config.value(key, json());
+  if (list.is_array() && list.size() == 3 && list[0].is_string()) return list[0].get<std::string>();
+  if (list.is_array() && list.size() == 1 && list[0].is_array() && !list[0].empty() && list[0][0].is_string())
+    return list[0][0].get<std::string>();
+  return InvalidArgumentError("\"" + key + "\" is " + list.dump() +
+                              "; mirrored supports models with one input and one output");
+}
+
+}  // namespace
+
+Status KerasModelJson::Fail(const std::string& what) const {
+  return InvalidArgumentError(source_ + ": " + what);
+}
+
+StatusOr<KerasModelJson> KerasModelJson::ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError("--model-json " + path + ": cannot be read (no such file, or no permission)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return InvalidArgumentError("--model-json " + path + ": reading it failed");
+  return Parse(text.str(), path);
+}
+
+StatusOr<KerasModelJson> KerasModelJson::Parse(std::string_view text, const std::string& source) {
+  json parsed = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) {
+    return InvalidArgumentError(source + ": not valid JSON (write it with model.to_json() in Keras)");
+  }
+  return FromJson(parsed, source);
+}
+
+StatusOr<KerasModelJson> KerasModelJson::FromJson(const json& j, const std::string& source) {
+  try {
+    return Read(j, source);
+  } catch (const json::exception& e) {  // a field of an unexpected JSON type
+    return InvalidArgumentError(source + ": not a Keras model as model.to_json() writes it (" + e.what() + ")");
+  }
+}
+
+StatusOr<KerasModelJson> KerasModelJson::Read(const json& j, const std::string& source) {
+  KerasModelJson m;
+  m.source_ = source;
+  m.json_ = j;
+  const std::string kind = j.is_object() ? j.value("class_name", std::string()) : std::string();
+  if (!j.is_object() || !j.contains("config") || !j["config"].is_object() || !j["config"].contains("layers") ||
+      !j["config"]["layers"].is_array()) {
+    return m.Fail("not a Keras model: expected {\"class_name\": \"Sequential\" or \"Functional\", \"config\": "
+                  "{\"layers\": [...]}} as model.to_json() writes it");
+  }
+  const json& config = j["config"];
+  m.name_ = config.value("name", std::string("model"));
+  if (kind == "Sequential") {
+    if (config.contains("build_input_shape") && !config["build_input_shape"].is_null()) {
+      MIRRORED_ASSIGN_OR_RETURN(m.input_, KerasBatchShape(config["build_input_shape"], source + ": \"build_input_shape\""));
+      m.has_input_ = true;
+    }
+    MIRRORED_RETURN_IF_ERROR(m.ReadSequential(config["layers"]));
+  } else if (kind == "Functional" || kind == "Model") {
+    MIRRORED_RETURN_IF_ERROR(m.ReadFunctional(config));
+  } else {
+    return m.Fail("model class \"" + kind + "\" is not supported; mirrored reads Sequential and Functional models");
+  }
+  MIRRORED_RETURN_IF_ERROR(m.InferShapes());
+  return m;
+}
+
+Status KerasModelJson::ReadSequential(const json& entries) {
+  int previous = LayerGraph::kGraphInput;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    StatusOr<KerasLayer> l = ReadKerasLayer(entries[i]);
+    if (!l.ok()) return Fail(l.status().message());
+    const bool last = i + 1 == entries.size();
+    if (l->role == KerasLayer::Role::kInput) {
+      if (i != 0) return Fail("layer \"" + l->name + "\" (InputLayer) is not the first layer");
+      input_ = l->input;
+      has_input_ = true;
+      continue;
+    }
+    if (i == 0 && !has_input_ && entries[i]["config"].contains("batch_input_shape")) {  // Keras 2's input_shape=
+      MIRRORED_ASSIGN_OR_RETURN(input_, KerasBatchShape(entries[i]["config"]["batch_input_shape"],
+                                                        source_ + ": layer \"" + l->name + "\""));
+      has_input_ = true;
+    }
+    if ((l->role == KerasLayer::Role::kSoftmax || l->softmax_output) && !last)
+      return Fail("layer \"" + l->name + "\" (" + l->keras_class + "): \"activation\" is \"softmax\" before the "
+                  "last layer; mirrored supports softmax only on the output (the loss applies it)");
+    if (l->role != KerasLayer::Role::kLayer) continue;
+    if (l->spec.kind == LayerKind::kAdd)
+      return Fail("layer \"" + l->name + "\" (Add) in a Sequential model; Add joins branches of a Functional model");
+    l->spec.inputs = {previous};
+    layers_.push_back(l->spec);
+    previous = int(layers_.size()) - 1;
+  }
+  return OkStatus();
+}
+
+Status KerasModelJson::ReadFunctional(const json& config) {
+  MIRRORED_ASSIGN_OR_RETURN(std::string input_name, OnlyEndpoint(config, "input_layers"));
+  MIRRORED_ASSIGN_OR_RETURN(std::string output_name, OnlyEndpoint(config, "output_layers"));
+  std::map<std::string, int> node_of;  // layer name -> node (kGraphInput for the input)
+  for (const json& entry : config["layers"]) {
+    StatusOr<KerasLayer> l = ReadKerasLayer(entry);
+    if (!l.ok()) return Fail(l.status().message());
+    const std::string where = "layer \"" + l->name + "\" (" + l->keras_class + ")";
+    if (node_of.count(l->name)) return Fail(where + ": a second layer of that name");
+    if (l->role == KerasLayer::Role::kInput) {
+      if (l->name != input_name) return Fail(where + ": a second input; mirrored supports one (\"" + input_name + "\")");
+      input_ = l->input;
+      has_input_ = true;
+      node_of[l->name] = LayerGraph::kGraphInput;
+      continue;
+    }
+    MIRRORED_ASSIGN_OR_RETURN(std::vector<std::string> names, InboundNames(entry, source_ + ": " + where));
+    std::vector<int> inputs;
+    for (const std::string& n : names) {
+      auto it = node_of.find(n);
+      if (it == node_of.end()) return Fail(where + ": reads layer \"" + n + "\", which is not defined before it");
+      inputs.push_back(it->second);
+    }
+    if ((l->role == KerasLayer::Role::kSoftmax || l->softmax_output) && l->name != output_name)
+      return Fail(where + ": \"activation\" is \"softmax\" on a layer that is not the output; mirrored supports "
+                  "softmax only on the output (the loss applies it)");
+    const bool join = l->role == KerasLayer::Role::kLayer && l->spec.kind == LayerKind::kAdd;
+    if (join ? inputs.size() < 2 : inputs.size() != 1)
+      return Fail(where + ": reads " + std::to_string(inputs.size()) + " inputs; it takes " + (join ? "2 or more" : "1"));
+    if (l->role != KerasLayer::Role::kLayer) {  // identity or the final softmax
+      node_of[l->name] = inputs[0];
+      continue;
+    }
+    l->spec.inputs = inputs;
+    layers_.push_back(l->spec);
+    node_of[l->name] = int(layers_.size()) - 1;
+  }
+  auto out = node_of.find(output_name);
+  if (out == node_of.end() || out->second == LayerGraph::kGraphInput || out->second + 1 != int(layers_.size()))
+    return Fail("the output layer \"" + output_name + "\" is not the last layer the model computes");
+  return OkStatus();
+}
+
+Status KerasModelJson::InferShapes() {
+  if (!has_input_) return Fail("no input shape: give the model an Input (keras.Input(shape=...)) before saving it");
+  if (layers_.empty()) return Fail("the model has no layers mirrored computes");
+  std::vector<Shape3> out(layers_.size());
+  std::vector<int> consumers(layers_.size(), 0);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const LayerSpec& s = layers_[i];
+    auto shape_of = [&](int in) { return in == LayerGraph::kGraphInput ? input_ : out[size_t(in)]; };
+    for (int in : s.inputs) {
+      if (in != LayerGraph::kGraphInput) ++consumers[size_t(in)];
+      if (!(shape_of(in) == shape_of(s.inputs[0])))
+        return Fail("layer \"" + s.name + "\" (Add): adds " + ShapeText(shape_of(s.inputs[0])) + " and " +
+                    ShapeText(shape_of(in)) + " values; its inputs must have one shape");
+    }
+    StatusOr<Shape3> shape = s.OutputShape(shape_of(s.inputs[0]));
+    if (!shape.ok()) return Fail("layer \"" + s.name + "\" (" + s.keras_class + "): " + shape.status().message());
+    out[i] = *shape;
+  }
+  for (size_t i = 0; i + 1 < layers_.size(); ++i)
+    if (consumers[i] == 0) return Fail("layer \"" + layers_[i].name + "\": its output reaches no output of the model");
+  if (out.back().h * out.back().w != 1) {
+    return Fail("the output layer \"" + layers_.back().name + "\" gives " + ShapeText(out.back()) +
+                " values per example; mirrored trains classifiers: end with Dense(classes)");
+  }
+  outputs_ = out.back().c;
+  return OkStatus();
+}
+
+Status KerasModelJson::CheckFits(Shape3 data, int classes) const {
+  if (data == input_ && (classes <= 0 || classes == outputs_)) return OkStatus();
+  const std::string data_classes =
+      classes > 0 ? " in " + std::to_string(classes) + " classes (the largest training label + 1)" : "";
+  return InvalidArgumentError(source_ + ": the model takes " + ShapeText(input_) + " inputs and gives " +
+                              std::to_string(outputs_) + " class logits, but --data gives " + ShapeText(data) +
+                              " images" + data_classes + ": change the model's Input or its last Dense");
+}
+
+std::unique_ptr<LayerGraph> KerasModelJson::BuildGraph() const {
+  auto graph = std::make_unique<LayerGraph>(name_);
+  for (const LayerSpec& s : layers_) {
+    if (s.kind == LayerKind::kAdd) {
+      graph->AddSum(s.name, s.inputs);
+    } else {
+      graph->AddLayer(MakeLayer(s), s.inputs[0]);
+    }
+  }
+  return graph;
+}
+
+}  // namespace mirrored::model
