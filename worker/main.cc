@@ -23,7 +23,7 @@
 #include "worker/data/training_data.h"
 #include "worker/eval/evaluator.h"
 #include "worker/eval/stop_signal.h"
-#include "worker/model/model_zoo.h"
+#include "worker/model/model_choice.h"
 #include "worker/strategy/mirrored_strategy.h"
 #include "worker/train/interrupt_report.h"
 #include "worker/train/preemption.h"
@@ -51,13 +51,16 @@ int FailBeforeJoining(const Status& error) {
   return ExitCodeFor(error);
 }
 
-// A training task's --data, headers only, and whether --model can take
-// its images: milliseconds, before the task joins a job.
+// A training task's --data, headers only, and whether --model (or
+// --model-json) can take its images: milliseconds, before the task joins
+// a job.
 Status CheckTrainingData(const WorkerOptions& options) {
   MIRRORED_ASSIGN_OR_RETURN(data::ImageSetShape shape,
                             data::TrainingData::CheckFiles(options.data_dir, options.validate, options.data_options()));
   // The class count needs the labels read (0 here for NumPy data): Trainer checks it.
-  return model::CheckZooInput(options.model, {shape.height, shape.width, shape.channels}, std::max(shape.classes, 1));
+  MIRRORED_ASSIGN_OR_RETURN(model::ModelChoice choice, model::ModelChoice::FromFlags(options.model, options.model_json));
+  return choice.CheckInput({shape.height, shape.width, shape.channels},
+                           choice.is_keras() ? shape.classes : std::max(shape.classes, 1));
 }
 
 // --check-flags (mirrored-launch --dry-run): after the flags, what the task

@@ -85,6 +85,10 @@ data::DataOptions WorkerOptions::data_options() const {
           .float_targets = loss == "mse"};
 }
 
+constexpr const char* kModelJsonHelp =
+    "Instead of --model: the model Keras' model.to_json() wrote (Keras 2 or 3, Sequential or Functional; "
+    "docs/training.md lists the layers)";
+
 void WorkerOptions::Register(CLI::App& app) {
   // A flag given twice takes its last value, as argparse and absl do: a
   // script's defaults followed by the user's own (scripts/run-demo.sh
@@ -93,6 +97,7 @@ void WorkerOptions::Register(CLI::App& app) {
   app.add_option("--model", model, "Model: mlp, cnn or resnet")
       ->capture_default_str()
       ->each([this](const std::string&) { model_given = true; });
+  app.add_option("--model-json", model_json, kModelJsonHelp);
   RegisterDataFlags(app, *this);
   app.add_option("--epochs", epochs, "Epochs to train")
       ->capture_default_str()
@@ -168,6 +173,9 @@ void WorkerOptions::Register(CLI::App& app) {
 Status WorkerOptions::Validate() const {
   if (model != "mlp" && model != "cnn" && model != "resnet") {
     return InvalidArgumentError("--model \"" + model + "\" is not one of mlp, cnn, resnet");
+  }
+  if (model_given && !model_json.empty()) {
+    return InvalidArgumentError("--model " + model + " and --model-json " + model_json + " are both given: give one");
   }
   if (optimizer != "adam" && optimizer != "sgd") {
     return InvalidArgumentError("--optimizer \"" + optimizer + "\" is not one of adam, sgd");

@@ -29,6 +29,7 @@ struct WorkerOptions {
   // Model and data.
   std::string model = "cnn";
   bool model_given = false;  // --model was on the command line (the evaluator takes a checkpoint's own)
+  std::string model_json;    // --model-json: a Keras model's JSON file, instead of --model (model_choice.h)
   std::string data_dir = "/usr/share/datasets/fashion-mnist";  // or an .npz, or a directory of .npy (training_data.h)
   std::string tfrecord_image_key;           // TFRecord data's image feature ("": image, else image_raw)
   std::string tfrecord_label_key = "label";  // and its label feature

@@ -28,6 +28,7 @@ nlohmann::json CheckpointState::ToJson() const {
   if (!data_shape.empty()) json["data_shape"] = data_shape;
   if (classes > 0) json["classes"] = classes;
   if (!loss.empty()) json["loss"] = loss;
+  if (!model_json.is_null()) json["model_json"] = model_json;
   if (loss_scale > 0) {
     json["loss_scale"] = loss_scale;
     json["loss_scale_good_steps"] = loss_scale_good_steps;
@@ -106,6 +107,10 @@ StatusOr<CheckpointState> CheckpointState::FromJson(const nlohmann::json& json,
   MIRRORED_RETURN_IF_ERROR(get_int("global_batch_size", &s.global_batch_size, false));
   MIRRORED_RETURN_IF_ERROR(get_string("model", &s.model, true));
   MIRRORED_RETURN_IF_ERROR(get_string("optimizer", &s.optimizer, false));
+  if (auto it = json.find("model_json"); it != json.end()) {
+    if (!it->is_object()) return fail("\"model_json\" is not a JSON object (a Keras model)");
+    s.model_json = *it;
+  }
   MIRRORED_RETURN_IF_ERROR(get_string("mirrored_version", &s.mirrored_version, false));
   MIRRORED_RETURN_IF_ERROR(get_string("precision", &s.precision, false));
   MIRRORED_RETURN_IF_ERROR(get_int("loss_scale_good_steps", &s.loss_scale_good_steps, false));

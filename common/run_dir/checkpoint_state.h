@@ -28,7 +28,10 @@ struct CheckpointState {
   int64_t world_size = 1;     // replicas in total when written
   int64_t num_workers = 1;    // worker tasks when written
   int64_t global_batch_size = 0;
-  std::string model;      // model name, e.g. "cnn"
+  std::string model;      // model name, e.g. "cnn", or "keras:<name>" for --model-json
+  // --model-json's Keras model (what model.to_json() wrote), so that the
+  // evaluator and a resume rebuild it; null for a zoo model.
+  nlohmann::json model_json;
   // The data it was trained on: image height, width, channels and the
   // class count (the model's input and output). Empty / 0 in checkpoints
   // of earlier versions (the tensors' shapes tell then).

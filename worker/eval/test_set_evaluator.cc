@@ -8,6 +8,7 @@
 #include "worker/checkpoint/checkpoint_data_shape.h"
 #include "worker/model/cpu_backend.h"
 #include "worker/model/cuda_check.h"
+#include "worker/model/model_choice.h"
 #include "worker/strategy/device_choice.h"
 #include "worker/checkpoint/model_checkpoint.h"
 
@@ -93,12 +94,15 @@ StatusOr<TestSetEvaluator::Result> TestSetEvaluator::Evaluate(const LoadedCheckp
     MIRRORED_RETURN_IF_ERROR(
         CheckpointFitsData(checkpoint.info, {s.height, s.width, s.channels}, s.classes, "--data " + data_dir_));
     MIRRORED_RETURN_IF_ERROR(CheckLoss(checkpoint));
-    if (!model_ || model_->name() != st.model) {
+    if (!model_ || model_->name() != st.model || model_json_ != st.model_json) {
       MIRRORED_ASSIGN_OR_RETURN(auto backend, MakeBackend());
+      MIRRORED_ASSIGN_OR_RETURN(model::ModelChoice choice,
+                                model::ModelChoice::FromRecorded(st.model, st.model_json, checkpoint.info.dir +
+                                                                                              "/state.json"));
       // Built for --data's images and classes: a checkpoint of other
       // shapes does not fit it (RestoreModel names the tensor).
-      MIRRORED_ASSIGN_OR_RETURN(model_, model::Model::Create(st.model, std::move(backend), 0,
-                                                             {s.height, s.width, s.channels}, s.classes));
+      MIRRORED_ASSIGN_OR_RETURN(model_, choice.Create(std::move(backend), 0, {s.height, s.width, s.channels}, s.classes));
+      model_json_ = st.model_json;
     }
     model_->set_loss(data_.shape().regression ? model::Loss::kMeanSquaredError
                                               : model::Loss::kSparseCategoricalCrossentropy);

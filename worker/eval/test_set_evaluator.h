@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "common/run_dir/checkpoint_reader.h"
@@ -31,10 +32,11 @@ class TestSetEvaluator {
   static StatusOr<std::unique_ptr<TestSetEvaluator>> Create(const WorkerOptions& options, data::TrainingData data);
 
   // Restores `checkpoint`'s weights into a model of the kind its state.json
-  // names (made anew when that changes; an explicit --model that differs is
-  // warned about once) and evaluates it. Errors: the model's (unknown model,
-  // weights that do not fit it), InvalidArgument for a checkpoint trained on
-  // data of another shape (its state.json), Internal for a CUDA error, naming the
+  // names, or the Keras model it records (made anew when that changes; an
+  // explicit --model that differs is warned about once) and evaluates it.
+  // Errors: the model's (unknown model, weights that do not fit it),
+  // InvalidArgument for a checkpoint trained on data of another shape (its
+  // state.json), Internal for a CUDA error, naming the
   // checkpoint and the GPU.
   StatusOr<Result> Evaluate(const LoadedCheckpoint& checkpoint);
 
@@ -56,6 +58,7 @@ class TestSetEvaluator {
   data::TrainingData data_;
   const int gpu_;  // -1: the CPU
   std::unique_ptr<model::Model> model_;
+  nlohmann::json model_json_;  // model_'s Keras JSON (null: a zoo model)
   bool said_model_ = false;
 };
 

@@ -78,8 +78,8 @@ Status ReplicaTrainer::CreateModel() {
     model::SetCpuThreadsForThisThread(trainer_.threads_per_replica_);
     backend = model::MakeCpuBackend();
   }
-  MIRRORED_ASSIGN_OR_RETURN(model_, model::Model::Create(options_.model, std::move(backend), options_.seed,
-                                                               trainer_.input_shape(), trainer_.data_.shape().classes));
+  MIRRORED_ASSIGN_OR_RETURN(model_, trainer_.model_.Create(std::move(backend), options_.seed, trainer_.input_shape(),
+                                                            trainer_.data_.shape().classes));
   model_->set_loss(trainer_.loss_);
   MIRRORED_ASSIGN_OR_RETURN(optimizer_, model::Optimizer::Create(options_.optimizer,
                                                                  static_cast<float>(options_.EffectiveLearningRate())));
@@ -173,6 +173,8 @@ StatusOr<bool> ReplicaTrainer::Step() {
 
 Status ReplicaTrainer::TrainOn(const data::Batch& batch) {
   const int n = static_cast<int>(batch.size);
+  // This replica's slice of the global batch starts at rank x batch (batch_sampler.h): Dropout's masks.
+  model_->SetBatchPosition(step_, static_cast<int64_t>(replica_.global_rank()) * options_.batch_per_replica);
   model_->Forward(n, batch.images.data(), batch.labels.data(), batch.targets.empty() ? nullptr : batch.targets.data(),
                   /*training=*/true);
   for (float l : model_->losses()) totals_.replica.loss += l;
@@ -308,7 +310,8 @@ CheckpointState ReplicaTrainer::StateToSave(bool final) const {
   st.world_size = trainer_.world_;
   st.num_workers = trainer_.strategy_.num_tasks();
   st.global_batch_size = static_cast<int64_t>(trainer_.global_batch_);
-  st.model = options_.model;
+  st.model = trainer_.model_.name();
+  st.model_json = trainer_.model_.RecordedJson();
   if (trainer_.loss_ != model::Loss::kSparseCategoricalCrossentropy) st.loss = options_.loss;
   const data::ImageSetShape& data = trainer_.data_.shape();
   st.data_shape = {data.height, data.width, data.channels};

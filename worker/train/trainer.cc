@@ -1,9 +1,11 @@
 #include "worker/train/trainer.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "common/cpu_cores.h"
+#include "common/crc32c.h"
 #include "common/logging.h"
 #include "worker/checkpoint/checkpoint_data_shape.h"
 #include "worker/checkpoint/training_done.h"
@@ -15,6 +17,19 @@
 #include "worker/train/training_settings.h"
 
 namespace mirrored {
+namespace {
+
+// What tells the tasks' --model-json apart: the CRC-32C of the model's
+// canonical JSON (the files may lie at other paths on other hosts).
+std::string KerasModelDigest(const model::ModelChoice& model) {
+  if (!model.is_keras()) return "-";
+  const std::string text = model.RecordedJson().dump();
+  char hex[16];
+  std::snprintf(hex, sizeof(hex), "%08x", Crc32c(text.data(), text.size()));
+  return model.name() + " " + hex;
+}
+
+}  // namespace
 
 StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy) {
   MIRRORED_ASSIGN_OR_RETURN(data::TrainingData data,
@@ -46,12 +61,14 @@ Status Trainer::Plan() {
   // A task started with another model, batch or schedule would send
   // collectives of other sizes at other steps: refuse before the first one.
   // The data's image shape and classes size the model's tensors.
+  MIRRORED_ASSIGN_OR_RETURN(model_, model::ModelChoice::FromFlags(options_.model, options_.model_json));
   auto settings = TrainingSettings(options_, data_.train().size(), data_.test().size());
   settings.emplace_back("images (--data)", data_.shape().ImageString());
   settings.emplace_back("classes (--data)", std::to_string(data_.shape().classes));
   settings.emplace_back("loss (--loss)", options_.loss);
+  settings.emplace_back("--model-json (its model)", KerasModelDigest(model_));
   MIRRORED_RETURN_IF_ERROR(strategy_.CheckTasksAgree(settings));
-  MIRRORED_RETURN_IF_ERROR(model::CheckZooInput(options_.model, input_shape(), data_.shape().classes));
+  MIRRORED_RETURN_IF_ERROR(model_.CheckInput(input_shape(), data_.shape().classes));
   // Every task has the same device kind and precision: all refuse alike.
   MIRRORED_ASSIGN_OR_RETURN(precision_, model::ParsePrecision(options_.precision));
   MIRRORED_ASSIGN_OR_RETURN(loss_, model::ParseLoss(options_.loss));
@@ -121,9 +138,12 @@ Status Trainer::FindResumePoint() {
 
 Status Trainer::CheckResumable(const CheckpointInfo& latest) const {
   const CheckpointState& st = latest.state;
-  if (st.model != options_.model) {
-    return InvalidArgumentError("--model " + options_.model + " does not match the run directory's checkpoint " +
-                                latest.dir + " (model " + st.model + "): use another --run-dir");
+  if (st.model != model_.name() || st.model_json != model_.RecordedJson()) {
+    const std::string given = model_.is_keras() ? "--model-json " + options_.model_json + " (" + model_.name() + ")"
+                                                : "--model " + model_.name();
+    return InvalidArgumentError(given + " does not match the run directory's checkpoint " + latest.dir + " (model " +
+                                st.model + (st.model == model_.name() ? ", other layers" : "") +
+                                "): use another --run-dir");
   }
   const std::string trained_loss = st.loss.empty() ? "sparse_categorical_crossentropy" : st.loss;
   if (trained_loss != options_.loss) {
@@ -147,8 +167,7 @@ Status Trainer::CheckResumable(const CheckpointInfo& latest) const {
 
 Status Trainer::CheckFitsData(const LoadedCheckpoint& latest) const {
   // The state does not record the data's shape; the tensors show it.
-  MIRRORED_ASSIGN_OR_RETURN(auto model, model::Model::Create(options_.model, model::MakeCpuBackend(), 0, input_shape(),
-                                                             data_.shape().classes));
+  MIRRORED_ASSIGN_OR_RETURN(auto model, model_.Create(model::MakeCpuBackend(), 0, input_shape(), data_.shape().classes));
   auto dims = [](const std::vector<int64_t>& shape) {
     std::string s;
     for (int64_t d : shape) s += (s.empty() ? "" : ",") + std::to_string(d);
@@ -191,7 +210,7 @@ Status Trainer::RecordStart() {
 }
 
 void Trainer::LogPlan() const {
-  MIRRORED_LOG(INFO) << "training " << options_.model << " on " << strategy_.Describe() << "; global batch "
+  MIRRORED_LOG(INFO) << "training " << model_.name() << " on " << strategy_.Describe() << "; global batch "
                      << global_batch_ << ", " << model::PrecisionName(precision_) << ", " << steps_per_epoch_
                      << " step" << (steps_per_epoch_ == 1 ? "" : "s") << " per epoch, " << total_steps_ << " step"
                      << (total_steps_ == 1 ? "" : "s") << " in all";

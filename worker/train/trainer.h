@@ -28,6 +28,7 @@
 #include "common/run_dir/run_dir_lock.h"
 #include "worker/data/batch_sampler.h"
 #include "worker/data/training_data.h"
+#include "worker/model/model_choice.h"
 #include "worker/model/layer.h"
 #include "worker/model/model.h"
 #include "worker/model/precision.h"
@@ -116,6 +117,7 @@ class Trainer {
   const data::TrainingData& data_;
 
   // Plan(): the same on every task.
+  model::ModelChoice model_ = model::ModelChoice::Zoo("");  // --model or --model-json
   model::Precision precision_ = model::Precision::kFp32;
   model::Loss loss_ = model::Loss::kSparseCategoricalCrossentropy;
   int world_ = 0;  // replicas in sync
