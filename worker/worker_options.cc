@@ -55,6 +55,65 @@ void RegisterTlsFlags(CLI::App& app, coordination::TlsFiles& tls) {
       ->envname(kTlsClientAuthVariable);
 }
 
+// --lr-schedule and its parameters, --scale-lr-by-replicas.
+void RegisterScheduleFlags(CLI::App& app, WorkerOptions& o) {
+  app.add_option("--lr-schedule", o.lr_schedule,
+                 "constant, cosine (Keras' CosineDecay), step (PyTorch's StepLR) or exponential (Keras' "
+                 "ExponentialDecay), a function of the optimizer step")
+      ->capture_default_str();
+  app.add_option("--warmup-steps", o.warmup_steps,
+                 "Optimizer steps of linear warm-up from 0 to the learning rate; the schedule starts after them")
+      ->capture_default_str()
+      ->transform(DecimalInteger<int64_t>());
+  app.add_option("--lr-decay-steps", o.lr_decay_steps,
+                 "cosine: steps to decay over (default: the run's steps after warm-up); step, exponential: steps "
+                 "per decay by --lr-decay-rate (default: one epoch)")
+      ->transform(DecimalInteger<int64_t>());
+  app.add_option_function<double>(
+      "--lr-decay-rate", [&o](double v) { o.lr_decay_rate = v, o.lr_decay_rate_given = true; },
+      "step, exponential: factor per --lr-decay-steps (default: step 0.1, exponential 0.96)");
+  app.add_option_function<double>(
+      "--lr-alpha", [&o](double v) { o.lr_alpha = v, o.lr_alpha_given = true; },
+      "cosine: the final learning rate as a fraction of the peak, Keras' alpha (default 0)");
+  app.add_flag("--scale-lr-by-replicas", o.scale_lr_by_replicas,
+               "Linear scaling rule: multiply the learning rate by the replicas in sync");
+}
+
+// The schedule's name and which of its parameters the flags give.
+Status ValidateSchedule(const WorkerOptions& o) {
+  const std::string& kind = o.lr_schedule;
+  if (kind != "constant" && kind != "cosine" && kind != "step" && kind != "exponential") {
+    return InvalidArgumentError("--lr-schedule \"" + kind + "\" is not one of constant, cosine, step, exponential");
+  }
+  if (o.warmup_steps < 0) {
+    return InvalidArgumentError("--warmup-steps " + std::to_string(o.warmup_steps) + " must not be negative");
+  }
+  if (o.lr_decay_steps < 0) {
+    return InvalidArgumentError("--lr-decay-steps " + std::to_string(o.lr_decay_steps) + " must not be negative");
+  }
+  if (o.lr_decay_steps > 0 && kind == "constant") {
+    return InvalidArgumentError("--lr-decay-steps " + std::to_string(o.lr_decay_steps) +
+                                " needs --lr-schedule cosine, step or exponential (it is constant)");
+  }
+  if (o.lr_decay_rate_given) {
+    MIRRORED_RETURN_IF_ERROR(Positive("--lr-decay-rate", o.lr_decay_rate));
+    if (kind != "step" && kind != "exponential") {
+      return InvalidArgumentError("--lr-decay-rate " + CLI::detail::to_string(o.lr_decay_rate) +
+                                  " needs --lr-schedule step or exponential (it is " + kind + ")");
+    }
+  }
+  if (o.lr_alpha_given) {
+    if (!(o.lr_alpha >= 0 && o.lr_alpha <= 1)) {
+      return InvalidArgumentError("--lr-alpha " + CLI::detail::to_string(o.lr_alpha) + " must be a number from 0 to 1");
+    }
+    if (kind != "cosine") {
+      return InvalidArgumentError("--lr-alpha " + CLI::detail::to_string(o.lr_alpha) +
+                                  " needs --lr-schedule cosine (it is " + kind + ")");
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 constexpr const char* kDataHelp =
@@ -111,6 +170,7 @@ void WorkerOptions::Register(CLI::App& app) {
   app.add_option("--optimizer", optimizer, "adam or sgd (momentum 0.9)")->capture_default_str();
   app.add_option_function<double>(
       "--lr", [this](double v) { lr = v, lr_given = true; }, "Learning rate (default: adam 1e-3, sgd 1e-2)");
+  RegisterScheduleFlags(app, *this);
   // 0 to 2^63 - 1: checkpoints record the seed as a signed 64-bit integer
   // (state.json's "seed", "data_seed"), and a resumed job compares with it.
   app.add_option("--seed", seed, "Seed of initial weights and shuffling (0 to 2^63-1)")
@@ -201,6 +261,7 @@ Status WorkerOptions::Validate() const {
                                 " is out of range: 1 to 1048576");
   }
   if (lr_given || lr != 0) MIRRORED_RETURN_IF_ERROR(Positive("--lr", lr));
+  MIRRORED_RETURN_IF_ERROR(ValidateSchedule(*this));
   if (cpu_replicas < 1 || cpu_replicas > 256) {
     return InvalidArgumentError("--cpu-replicas " + std::to_string(cpu_replicas) + " is out of range: 1 to 256");
   }
@@ -233,6 +294,11 @@ Status WorkerOptions::Validate() const {
 double WorkerOptions::EffectiveLearningRate() const {
   if (lr > 0) return lr;
   return optimizer == "sgd" ? 1e-2 : 1e-3;
+}
+
+double WorkerOptions::EffectiveLrDecayRate() const {
+  if (lr_decay_rate_given) return lr_decay_rate;
+  return lr_schedule == "exponential" ? 0.96 : 0.1;
 }
 
 std::chrono::milliseconds MillisecondsOf(double seconds) {

@@ -46,6 +46,16 @@ struct WorkerOptions {
   bool lr_given = false;  // --lr was on the command line (then 0 is an error, not the default)
   uint64_t seed = 42;
 
+  // Learning-rate schedule (train/learning_rate_schedule.h).
+  std::string lr_schedule = "constant";  // constant | cosine | step | exponential
+  int64_t warmup_steps = 0;              // linear warm-up from 0 over the first N optimizer steps
+  int64_t lr_decay_steps = 0;            // 0: cosine the run's steps after warm-up, step/exponential one epoch
+  double lr_decay_rate = 0;              // not given: step 0.1, exponential 0.96
+  bool lr_decay_rate_given = false;      // --lr-decay-rate was on the command line
+  double lr_alpha = 0;                   // cosine: the final rate as a fraction of the peak (Keras' alpha)
+  bool lr_alpha_given = false;           // --lr-alpha was on the command line
+  bool scale_lr_by_replicas = false;     // the linear scaling rule: lr x replicas in sync
+
   // Devices.
   std::string device = "auto";  // auto | cpu | gpu
   int cpu_replicas = 1;
@@ -84,6 +94,8 @@ struct WorkerOptions {
   Status Validate() const;
   // The learning rate to use (the flag, or the optimizer's default).
   double EffectiveLearningRate() const;
+  // --lr-decay-rate, or the schedule's default (step 0.1, exponential 0.96).
+  double EffectiveLrDecayRate() const;
 };
 
 // A flag given in seconds (--collective-timeout-sec) as the duration it sets,

@@ -186,6 +186,12 @@ Status ReplicaTrainer::TrainOn(const data::Batch& batch) {
   bucketer_->BeginStep();
   model_->Backward(weights_.data(), [&](int i) { bucketer_->Ready(i); });
   MIRRORED_RETURN_IF_ERROR(bucketer_->Finish());
+  return Update(batch);
+}
+
+Status ReplicaTrainer::Update(const data::Batch& batch) {
+  // A function of the step alone: a resumed job goes on with the same rates.
+  optimizer_->set_learning_rate(static_cast<float>(trainer_.schedule_->At(step_)));
   if (loss_scale_) {
     optimizer_->ApplyLossScaled(*loss_scale_);  // every replica skips the same steps
   } else {

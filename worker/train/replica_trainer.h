@@ -93,6 +93,8 @@ class ReplicaTrainer {
   StatusOr<bool> Step();
   // Forward, backward with the gradients all-reduced in buckets, update.
   Status TrainOn(const data::Batch& batch);
+  // The optimizer's update at the schedule's learning rate; the step done.
+  Status Update(const data::Batch& batch);
   StepMarks MarksAfter(const data::Batch& batch) const;
   bool IsSyncPoint(const StepMarks& at) const;
   // Sums this replica's metrics and SIGTERM across every replica; sets

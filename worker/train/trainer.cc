@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 
 #include "common/cpu_cores.h"
 #include "common/crc32c.h"
@@ -74,6 +75,18 @@ Status Trainer::Plan() {
   MIRRORED_ASSIGN_OR_RETURN(loss_, model::ParseLoss(options_.loss));
   if (loss_ == model::Loss::kMeanSquaredError) summary_.metric = "mse";
   if (!strategy_.on_gpu()) MIRRORED_RETURN_IF_ERROR(model::CheckCpuPrecision(precision_));
+  MIRRORED_RETURN_IF_ERROR(PlanSteps());
+  const RunLength run{.replicas = world_, .steps_per_epoch = steps_per_epoch_, .total_steps = total_steps_};
+  MIRRORED_ASSIGN_OR_RETURN(LearningRateSchedule schedule, LearningRateSchedule::ForRun(options_, run));
+  schedule_.emplace(schedule);
+  checkpoints_ = !options_.run_dir.empty();
+  tasks_ = strategy_.training_tasks();
+  task_key_ = static_cast<float>(std::find(tasks_.begin(), tasks_.end(), strategy_.task_name()) - tasks_.begin() + 1);
+  collective_timeout_ = MillisecondsOf(options_.collective_timeout_sec);
+  return OkStatus();
+}
+
+Status Trainer::PlanSteps() {
   world_ = strategy_.num_replicas_in_sync();
   global_batch_ = static_cast<uint64_t>(options_.batch_per_replica) * static_cast<uint64_t>(world_);
   sampler_.emplace(data_.train().size(), global_batch_, options_.seed, /*drop_remainder=*/true);
@@ -86,10 +99,6 @@ Status Trainer::Plan() {
   }
   total_steps_ = steps_per_epoch_ * options_.epochs;
   if (options_.max_steps > 0) total_steps_ = std::min(total_steps_, options_.max_steps);
-  checkpoints_ = !options_.run_dir.empty();
-  tasks_ = strategy_.training_tasks();
-  task_key_ = static_cast<float>(std::find(tasks_.begin(), tasks_.end(), strategy_.task_name()) - tasks_.begin() + 1);
-  collective_timeout_ = MillisecondsOf(options_.collective_timeout_sec);
   return OkStatus();
 }
 
@@ -214,10 +223,26 @@ void Trainer::LogPlan() const {
                      << global_batch_ << ", " << model::PrecisionName(precision_) << ", " << steps_per_epoch_
                      << " step" << (steps_per_epoch_ == 1 ? "" : "s") << " per epoch, " << total_steps_ << " step"
                      << (total_steps_ == 1 ? "" : "s") << " in all";
+  LogSchedule();
   if (options_.max_steps > total_steps_) {
     MIRRORED_LOG(WARNING) << "--max-steps " << options_.max_steps << " is beyond --epochs " << options_.epochs << " ("
                           << total_steps_ << " steps at global batch " << global_batch_
                           << "): training stops at step " << total_steps_ << "; raise --epochs to train longer";
+  }
+}
+
+void Trainer::LogSchedule() const {
+  // The default schedule says nothing new; any other is worth a line.
+  const LearningRateScheduleParams& p = schedule_->params();
+  if (p.decay == LearningRateDecay::kConstant && p.warmup_steps == 0 && !options_.scale_lr_by_replicas) return;
+  std::ostringstream scaled;
+  if (options_.scale_lr_by_replicas) {
+    scaled << " (--lr " << options_.EffectiveLearningRate() << " x " << world_ << " replicas, --scale-lr-by-replicas)";
+  }
+  MIRRORED_LOG(INFO) << "learning rate: " << schedule_->Describe() << scaled.str();
+  if (p.warmup_steps > total_steps_) {
+    MIRRORED_LOG(WARNING) << "--warmup-steps " << p.warmup_steps << " is beyond the run's " << total_steps_
+                          << " steps: the learning rate never reaches its peak";
   }
 }
 

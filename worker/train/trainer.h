@@ -34,6 +34,7 @@
 #include "worker/model/precision.h"
 #include "worker/train/chief_log.h"
 #include "worker/strategy/mirrored_strategy.h"
+#include "worker/train/learning_rate_schedule.h"
 #include "worker/worker_options.h"
 
 namespace mirrored {
@@ -84,6 +85,8 @@ class Trainer {
 
   // The same on every task: settings agreed, precision, batch and steps.
   Status Plan();
+  // The batch sizes and the steps they give.
+  Status PlanSteps();
   // The chief task's run directory, before any replica starts.
   Status PrepareRunDir();
   // Locks the run directory and withdraws an earlier run's "done".
@@ -98,6 +101,7 @@ class Trainer {
   // Where this run starts (log, training_start, validation owed) and the writer.
   Status RecordStart();
   void LogPlan() const;
+  void LogSchedule() const;
   // The data's image shape, as the model takes it.
   model::Shape3 input_shape() const {
     return {data_.shape().height, data_.shape().width, data_.shape().channels};
@@ -122,6 +126,7 @@ class Trainer {
   model::Loss loss_ = model::Loss::kSparseCategoricalCrossentropy;
   int world_ = 0;  // replicas in sync
   uint64_t global_batch_ = 0;
+  std::optional<LearningRateSchedule> schedule_;
   std::optional<data::BatchSampler> sampler_;
   int64_t steps_per_epoch_ = 0;
   int64_t total_steps_ = 0;
