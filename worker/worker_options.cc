@@ -55,7 +55,7 @@ void RegisterTlsFlags(CLI::App& app, coordination::TlsFiles& tls) {
       ->envname(kTlsClientAuthVariable);
 }
 
-// --lr-schedule and its parameters, --scale-lr-by-replicas.
+// --lr-schedule and its parameters, --scale-lr-by-replicas, --accumulate-steps.
 void RegisterScheduleFlags(CLI::App& app, WorkerOptions& o) {
   app.add_option("--lr-schedule", o.lr_schedule,
                  "constant, cosine (Keras' CosineDecay), step (PyTorch's StepLR) or exponential (Keras' "
@@ -77,6 +77,11 @@ void RegisterScheduleFlags(CLI::App& app, WorkerOptions& o) {
       "cosine: the final learning rate as a fraction of the peak, Keras' alpha (default 0)");
   app.add_flag("--scale-lr-by-replicas", o.scale_lr_by_replicas,
                "Linear scaling rule: multiply the learning rate by the replicas in sync");
+  app.add_option("--accumulate-steps", o.accumulate_steps,
+                 "Micro-batches summed into each optimizer step (one all-reduce per step): global batch = batch "
+                 "per replica x replicas x K")
+      ->capture_default_str()
+      ->transform(DecimalInteger<int64_t>());
 }
 
 // The schedule's name and which of its parameters the flags give.
@@ -110,6 +115,10 @@ Status ValidateSchedule(const WorkerOptions& o) {
       return InvalidArgumentError("--lr-alpha " + CLI::detail::to_string(o.lr_alpha) +
                                   " needs --lr-schedule cosine (it is " + kind + ")");
     }
+  }
+  if (o.accumulate_steps < 1 || o.accumulate_steps > kMaxAccumulateSteps) {
+    return InvalidArgumentError("--accumulate-steps " + std::to_string(o.accumulate_steps) +
+                                " is out of range: 1 to " + std::to_string(kMaxAccumulateSteps));
   }
   return OkStatus();
 }

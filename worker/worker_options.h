@@ -25,6 +25,9 @@ namespace mirrored {
 // like): longer would overflow the clocks they become.
 inline constexpr double kMaxFlagSeconds = 1e9;
 
+// The most micro-batches --accumulate-steps sums into one optimizer step.
+inline constexpr int64_t kMaxAccumulateSteps = 4096;
+
 struct WorkerOptions {
   // Model and data.
   std::string model = "cnn";
@@ -46,7 +49,7 @@ struct WorkerOptions {
   bool lr_given = false;  // --lr was on the command line (then 0 is an error, not the default)
   uint64_t seed = 42;
 
-  // Learning-rate schedule (train/learning_rate_schedule.h).
+  // Learning-rate schedule and gradient accumulation (train/learning_rate_schedule.h).
   std::string lr_schedule = "constant";  // constant | cosine | step | exponential
   int64_t warmup_steps = 0;              // linear warm-up from 0 over the first N optimizer steps
   int64_t lr_decay_steps = 0;            // 0: cosine the run's steps after warm-up, step/exponential one epoch
@@ -55,6 +58,7 @@ struct WorkerOptions {
   double lr_alpha = 0;                   // cosine: the final rate as a fraction of the peak (Keras' alpha)
   bool lr_alpha_given = false;           // --lr-alpha was on the command line
   bool scale_lr_by_replicas = false;     // the linear scaling rule: lr x replicas in sync
+  int64_t accumulate_steps = 1;          // micro-batches per optimizer step
 
   // Devices.
   std::string device = "auto";  // auto | cpu | gpu

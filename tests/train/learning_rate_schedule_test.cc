@@ -154,6 +154,9 @@ TEST(LearningRateScheduleTest, BadFlagsAreRefusedNamingTheFlagAndValue) {
                                                               "exponential (it is cosine)"},
       {{"--lr-schedule", "cosine", "--lr-alpha", "1.5"}, "--lr-alpha 1.5 must be a number from 0 to 1"},
       {{"--lr-schedule", "step", "--lr-alpha", "0.1"}, "--lr-alpha 0.1 needs --lr-schedule cosine (it is step)"},
+      {{"--accumulate-steps", "0"}, "--accumulate-steps 0 is out of range: 1 to 4096"},
+      {{"--accumulate-steps", "5000"}, "--accumulate-steps 5000 is out of range"},
+      {{"--accumulate-steps", "1.5"}, "--accumulate-steps"},
   };
   for (const auto& [args, want] : cases) {
     WorkerOptions o;
@@ -162,20 +165,26 @@ TEST(LearningRateScheduleTest, BadFlagsAreRefusedNamingTheFlagAndValue) {
     EXPECT_TRUE(Has(s, want)) << s.message();
   }
   WorkerOptions ok;
-  EXPECT_TRUE(Parse({"--lr-schedule", "cosine", "--lr-alpha", "0", "--lr-decay-steps", "5", "--warmup-steps", "0"}, &ok)
+  EXPECT_TRUE(Parse({"--lr-schedule", "cosine", "--lr-alpha", "0", "--lr-decay-steps", "5", "--warmup-steps", "0",
+                     "--accumulate-steps", "4096"},
+                    &ok)
                   .ok());
 }
 
-// Tasks that disagree on the schedule would apply other updates: the job
-// compares them.
+// Tasks that disagree on the schedule or the accumulation would apply other
+// updates (or all-reduce at other steps): the job compares them.
 TEST(LearningRateScheduleTest, TasksAgreeOnTheScheduleFlags) {
   WorkerOptions o;
-  ASSERT_TRUE(Parse({"--lr-schedule", "exponential", "--warmup-steps", "5", "--scale-lr-by-replicas"}, &o).ok());
+  ASSERT_TRUE(Parse({"--lr-schedule", "exponential", "--warmup-steps", "5", "--accumulate-steps", "2",
+                     "--scale-lr-by-replicas"},
+                    &o)
+                  .ok());
   const auto list = TrainingSettings(o, 60000, 10000);
   const std::map<std::string, std::string> settings(list.begin(), list.end());
   EXPECT_EQ(settings.size(), list.size());
   EXPECT_EQ(settings.at("--lr-schedule"), "exponential");
   EXPECT_EQ(settings.at("--warmup-steps"), "5");
+  EXPECT_EQ(settings.at("--accumulate-steps"), "2");
   EXPECT_EQ(settings.at("--scale-lr-by-replicas"), "on");
   EXPECT_EQ(settings.at("--lr-decay-steps"), "auto");
   EXPECT_EQ(settings.at("--lr-decay-rate"), "0.96");
@@ -184,6 +193,7 @@ TEST(LearningRateScheduleTest, TasksAgreeOnTheScheduleFlags) {
   const auto plain = TrainingSettings(constant, 60000, 10000);
   const std::map<std::string, std::string> plain_map(plain.begin(), plain.end());
   EXPECT_EQ(plain_map.at("--lr-schedule"), "constant");
+  EXPECT_EQ(plain_map.at("--accumulate-steps"), "1");
   EXPECT_EQ(plain_map.count("--lr-decay-steps"), 0u);  // means nothing for a constant rate
 }
 

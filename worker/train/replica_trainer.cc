@@ -104,6 +104,10 @@ Status ReplicaTrainer::CreateBucketer() {
     MIRRORED_ASSIGN_OR_RETURN(fence_, MakeCudaEventFence(model_->backend(), comm, buckets));
     bucket_options.fence = fence_.get();
   }
+  if (options_.accumulate_steps > 1) {
+    accumulator_ =
+        std::make_unique<GradientAccumulator>(model_->backend(), store.grads_data(), store.params_size(), spans);
+  }
   bucketer_ = std::make_unique<GradientBucketer>(std::move(spans), store.grads_data(), &comm, bucket_options);
   return OkStatus();
 }
@@ -117,7 +121,7 @@ Status ReplicaTrainer::ValidateResumedCheckpoint() {
                           "that wrote it ended before, or ran with --no-validate)";
   }
   MIRRORED_RETURN_IF_ERROR(
-      ValidateOnTestSet(*model_, trainer_.data_.test(), trainer_.global_batch_, replica_, &val_loss, &val_acc));
+      ValidateOnTestSet(*model_, trainer_.data_.test(), trainer_.micro_batch_, replica_, &val_loss, &val_acc));
   if (replica_.is_chief()) {
     MIRRORED_RETURN_IF_ERROR(WhileRunning(trainer_.log_.Validation(step_, epoch, val_loss, val_acc)));
     trainer_.UpdateSummary([&](TrainSummary& summary) {
@@ -172,21 +176,41 @@ StatusOr<bool> ReplicaTrainer::Step() {
 }
 
 Status ReplicaTrainer::TrainOn(const data::Batch& batch) {
-  const int n = static_cast<int>(batch.size);
-  // This replica's slice of the global batch starts at rank x batch (batch_sampler.h): Dropout's masks.
-  model_->SetBatchPosition(step_, static_cast<int64_t>(replica_.global_rank()) * options_.batch_per_replica);
-  model_->Forward(n, batch.images.data(), batch.labels.data(), batch.targets.empty() ? nullptr : batch.targets.data(),
-                  /*training=*/true);
-  for (float l : model_->losses()) totals_.replica.loss += l;
-  totals_.replica.correct += model_->MetricSum();  // mse: squared errors
-  totals_.replica.count += n;
+  // Every micro-batch's per-example loss is scaled by the whole step's
+  // global batch (and fp16's loss scale, fixed within the step).
   const float example_weight =
       (loss_scale_ ? loss_scale_->scale() : 1.0f) / static_cast<float>(trainer_.global_batch_);
   if (weights_.front() != example_weight) std::fill(weights_.begin(), weights_.end(), example_weight);
+  // This replica's slice holds its K micro-batches one after the other.
+  const auto micro_batches = static_cast<uint32_t>(options_.accumulate_steps);
+  const uint32_t n = batch.size / micro_batches;
+  const size_t example_floats = batch.size == 0 ? 0 : batch.images.size() / batch.size;
+  const size_t target_floats = batch.size == 0 ? 0 : batch.targets.size() / batch.size;
+  for (uint32_t k = 0; k < micro_batches; ++k) {
+    const size_t first = size_t{k} * n;  // the micro-batch's first example in the slice
+    // Where it starts in the global batch (rank x slice, batch_sampler.h): Dropout's masks.
+    model_->SetBatchPosition(step_, static_cast<int64_t>(replica_.global_rank()) * batch.size + first);
+    Forward(n, batch.images.data() + first * example_floats,
+            batch.labels.empty() ? nullptr : batch.labels.data() + first,
+            batch.targets.empty() ? nullptr : batch.targets.data() + first * target_floats);
+    if (k + 1 == micro_batches) break;
+    model_->Backward(weights_.data(), {});  // no all-reduce before the last micro-batch
+    accumulator_->Keep(static_cast<int>(k));
+  }
   bucketer_->BeginStep();
-  model_->Backward(weights_.data(), [&](int i) { bucketer_->Ready(i); });
+  model_->Backward(weights_.data(), [&](int i) {
+    if (accumulator_) accumulator_->AddTo(i);
+    bucketer_->Ready(i);
+  });
   MIRRORED_RETURN_IF_ERROR(bucketer_->Finish());
   return Update(batch);
+}
+
+void ReplicaTrainer::Forward(uint32_t n, const float* images, const int32_t* labels, const float* targets) {
+  model_->Forward(static_cast<int>(n), images, labels, targets, /*training=*/true);
+  for (float l : model_->losses()) totals_.replica.loss += l;
+  totals_.replica.correct += model_->MetricSum();  // mse: squared errors
+  totals_.replica.count += n;
 }
 
 Status ReplicaTrainer::Update(const data::Batch& batch) {
@@ -338,7 +362,7 @@ Status ReplicaTrainer::EndEpoch(const StepMarks& at) {
   double val_loss = -1, val_acc = -1;
   if (options_.validate) {
     MIRRORED_RETURN_IF_ERROR(
-        ValidateOnTestSet(*model_, trainer_.data_.test(), trainer_.global_batch_, replica_, &val_loss, &val_acc));
+        ValidateOnTestSet(*model_, trainer_.data_.test(), trainer_.micro_batch_, replica_, &val_loss, &val_acc));
     if (replica_.is_chief()) {
       MIRRORED_RETURN_IF_ERROR(WhileRunning(trainer_.log_.Validation(step_, at.epoch, val_loss, val_acc)));
     }

@@ -24,6 +24,7 @@
 #include "worker/model/loss_scale.h"
 #include "worker/model/model.h"
 #include "worker/model/optimizer.h"
+#include "worker/train/gradient_accumulator.h"
 #include "worker/train/gradient_bucketer.h"
 #include "worker/strategy/mirrored_strategy.h"
 #include "worker/train/start_point.h"
@@ -83,6 +84,8 @@ class ReplicaTrainer {
   // gradient buckets and batch prefetcher.
   Status SetUp();
   Status CreateModel();
+  // The gradient buckets, and with --accumulate-steps above 1 the sum of
+  // the micro-batches' gradients.
   Status CreateBucketer();
   // Validates the checkpoint resumed from, whose validation was lost.
   Status ValidateResumedCheckpoint();
@@ -91,8 +94,12 @@ class ReplicaTrainer {
 
   // One global step and what follows it. Returns false once preempted.
   StatusOr<bool> Step();
-  // Forward, backward with the gradients all-reduced in buckets, update.
+  // Forward and backward on each micro-batch, the last one's gradients
+  // (summed with the others') all-reduced in buckets, then the update.
   Status TrainOn(const data::Batch& batch);
+  // Forward on n examples (targets: regression data, else null), its
+  // losses and metric counted.
+  void Forward(uint32_t n, const float* images, const int32_t* labels, const float* targets);
   // The optimizer's update at the schedule's learning rate; the step done.
   Status Update(const data::Batch& batch);
   StepMarks MarksAfter(const data::Batch& batch) const;
@@ -124,6 +131,7 @@ class ReplicaTrainer {
   std::unique_ptr<model::Optimizer> optimizer_;
   StartPoint start_;
   std::optional<model::DynamicLossScale> loss_scale_;  // fp16 only
+  std::unique_ptr<GradientAccumulator> accumulator_;   // --accumulate-steps above 1
   std::unique_ptr<GradientFence> fence_;               // GPU replicas of a job of more than one
   std::unique_ptr<GradientBucketer> bucketer_;
   std::unique_ptr<data::BatchPrefetcher> prefetcher_;

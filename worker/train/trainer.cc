@@ -88,14 +88,16 @@ Status Trainer::Plan() {
 
 Status Trainer::PlanSteps() {
   world_ = strategy_.num_replicas_in_sync();
-  global_batch_ = static_cast<uint64_t>(options_.batch_per_replica) * static_cast<uint64_t>(world_);
+  micro_batch_ = static_cast<uint64_t>(options_.batch_per_replica) * static_cast<uint64_t>(world_);
+  global_batch_ = micro_batch_ * static_cast<uint64_t>(options_.accumulate_steps);
   sampler_.emplace(data_.train().size(), global_batch_, options_.seed, /*drop_remainder=*/true);
   steps_per_epoch_ = static_cast<int64_t>(sampler_->steps_per_epoch());
   if (steps_per_epoch_ == 0) {
-    return InvalidArgumentError("global batch " + std::to_string(global_batch_) + " (--batch-per-replica " +
-                                std::to_string(options_.batch_per_replica) + " x " + std::to_string(world_) +
-                                " replicas) is larger than the training set (" +
-                                std::to_string(data_.train().size()) + " examples)");
+    return InvalidArgumentError(
+        "global batch " + std::to_string(global_batch_) + " (--batch-per-replica " +
+        std::to_string(options_.batch_per_replica) + " x " + std::to_string(world_) + " replicas" +
+        (options_.accumulate_steps > 1 ? " x --accumulate-steps " + std::to_string(options_.accumulate_steps) : "") +
+        ") is larger than the training set (" + std::to_string(data_.train().size()) + " examples)");
   }
   total_steps_ = steps_per_epoch_ * options_.epochs;
   if (options_.max_steps > 0) total_steps_ = std::min(total_steps_, options_.max_steps);
@@ -219,8 +221,12 @@ Status Trainer::RecordStart() {
 }
 
 void Trainer::LogPlan() const {
+  const std::string micro_batches =
+      options_.accumulate_steps > 1
+          ? " (" + std::to_string(options_.accumulate_steps) + " micro-batches of " + std::to_string(micro_batch_) + ")"
+          : "";
   MIRRORED_LOG(INFO) << "training " << model_.name() << " on " << strategy_.Describe() << "; global batch "
-                     << global_batch_ << ", " << model::PrecisionName(precision_) << ", " << steps_per_epoch_
+                     << global_batch_ << micro_batches << ", " << model::PrecisionName(precision_) << ", " << steps_per_epoch_
                      << " step" << (steps_per_epoch_ == 1 ? "" : "s") << " per epoch, " << total_steps_ << " step"
                      << (total_steps_ == 1 ? "" : "s") << " in all";
   LogSchedule();

@@ -125,7 +125,8 @@ class Trainer {
   model::Precision precision_ = model::Precision::kFp32;
   model::Loss loss_ = model::Loss::kSparseCategoricalCrossentropy;
   int world_ = 0;  // replicas in sync
-  uint64_t global_batch_ = 0;
+  uint64_t global_batch_ = 0;  // examples per optimizer step: batch per replica x replicas x --accumulate-steps
+  uint64_t micro_batch_ = 0;   // examples per forward pass across the replicas: batch per replica x replicas
   std::optional<LearningRateSchedule> schedule_;
   std::optional<data::BatchSampler> sampler_;
   int64_t steps_per_epoch_ = 0;

@@ -40,6 +40,7 @@ std::vector<std::pair<std::string, std::string>> TrainingSettings(const WorkerOp
           {"--lr-schedule", o.lr_schedule},
           {"--warmup-steps", std::to_string(o.warmup_steps)},
           {"--scale-lr-by-replicas", o.scale_lr_by_replicas ? "on" : "off"},
+          {"--accumulate-steps", std::to_string(o.accumulate_steps)},
           {"--seed", std::to_string(o.seed)},
           {"--epochs", std::to_string(o.epochs)},
           {"--max-steps", std::to_string(o.max_steps)},
