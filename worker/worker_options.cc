@@ -157,6 +157,22 @@ constexpr const char* kModelJsonHelp =
     "Instead of --model: the model Keras' model.to_json() wrote (Keras 2 or 3, Sequential or Functional; "
     "docs/training.md lists the layers)";
 
+namespace {
+
+// --bucket-mb and the timeouts of the job's rendezvous and collectives.
+void RegisterCommunicationFlags(CLI::App& app, WorkerOptions& o) {
+  app.add_option("--bucket-mb", o.bucket_mb, "Gradient bucket size in MiB")->capture_default_str();
+  app.add_option("--collective-timeout", o.collective_timeout_sec, "Seconds before a stuck collective fails")
+      ->capture_default_str();
+  app.add_option("--registration-timeout", o.registration_timeout_sec, "Seconds to wait for every task to register")
+      ->capture_default_str();
+  app.add_option("--heartbeat-interval", o.heartbeat_interval_sec, "Seconds between heartbeats")->capture_default_str();
+  app.add_option("--heartbeat-timeout", o.heartbeat_timeout_sec, "Seconds of silence before a task is lost")
+      ->capture_default_str();
+}
+
+}  // namespace
+
 void WorkerOptions::Register(CLI::App& app) {
   // A flag given twice takes its last value, as argparse and absl do: a
   // script's defaults followed by the user's own (scripts/run-demo.sh
@@ -221,14 +237,7 @@ void WorkerOptions::Register(CLI::App& app) {
       ->trigger_on_parse();
   app.add_flag("--verify-replicas", verify_replicas,
                "After every step, check (two tiny all-reduces) that all replicas hold identical weights");
-  app.add_option("--bucket-mb", bucket_mb, "Gradient bucket size in MiB")->capture_default_str();
-  app.add_option("--collective-timeout", collective_timeout_sec, "Seconds before a stuck collective fails")
-      ->capture_default_str();
-  app.add_option("--registration-timeout", registration_timeout_sec, "Seconds to wait for every task to register")
-      ->capture_default_str();
-  app.add_option("--heartbeat-interval", heartbeat_interval_sec, "Seconds between heartbeats")->capture_default_str();
-  app.add_option("--heartbeat-timeout", heartbeat_timeout_sec, "Seconds of silence before a task is lost")
-      ->capture_default_str();
+  RegisterCommunicationFlags(app, *this);
   RegisterTlsFlags(app, tls);
   app.add_option("--poll-interval", poll_interval_sec, "Evaluator: seconds between checkpoint scans")
       ->capture_default_str();

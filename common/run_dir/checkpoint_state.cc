@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <optional>
 
 #include "common/crc32c.h"
 
@@ -70,6 +72,28 @@ Status CheckpointState::Validate() const {
   return OkStatus();
 }
 
+namespace {
+
+// state.json's "files": each file's size and CRC-32C; what is wrong with
+// it, if anything.
+std::optional<std::string> ReadFileDigests(const nlohmann::json& files,
+                                           std::map<std::string, CheckpointState::FileDigest>& out) {
+  if (!files.is_object()) return "\"files\" is not an object";
+  for (const auto& [name, d] : files.items()) {
+    const auto bytes = d.find("bytes");
+    const auto crc = d.find("crc32c");
+    if (!d.is_object() || bytes == d.end() || !bytes->is_number_unsigned() || crc == d.end() || !crc->is_string() ||
+        crc->get<std::string>().size() != 8 ||
+        crc->get<std::string>().find_first_not_of("0123456789abcdef") != std::string::npos) {
+      return "\"files\"." + name + " is not {\"bytes\": <size>, \"crc32c\": \"<8 hex digits>\"}";
+    }
+    out[name] = {bytes->get<uint64_t>(), static_cast<uint32_t>(std::stoul(crc->get<std::string>(), nullptr, 16))};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 StatusOr<CheckpointState> CheckpointState::FromJson(const nlohmann::json& json,
                                                     const std::string& file_name) {
   auto fail = [&](const std::string& what) { return DataLossError(file_name + ": " + what); };
@@ -131,18 +155,7 @@ StatusOr<CheckpointState> CheckpointState::FromJson(const nlohmann::json& json,
     return fail("missing or non-boolean \"final\"");
   s.final = final_it->get<bool>();
   if (auto files_it = json.find("files"); files_it != json.end()) {
-    if (!files_it->is_object()) return fail("\"files\" is not an object");
-    for (const auto& [name, d] : files_it->items()) {
-      const auto bytes = d.find("bytes");
-      const auto crc = d.find("crc32c");
-      if (!d.is_object() || bytes == d.end() || !bytes->is_number_unsigned() || crc == d.end() || !crc->is_string() ||
-          crc->get<std::string>().size() != 8 ||
-          crc->get<std::string>().find_first_not_of("0123456789abcdef") != std::string::npos) {
-        return fail("\"files\"." + name + " is not {\"bytes\": <size>, \"crc32c\": \"<8 hex digits>\"}");
-      }
-      s.files[name] = {bytes->get<uint64_t>(),
-                       static_cast<uint32_t>(std::stoul(crc->get<std::string>(), nullptr, 16))};
-    }
+    if (std::optional<std::string> bad = ReadFileDigests(*files_it, s.files)) return fail(*bad);
   }
   auto time_it = json.find("wall_time");
   if (time_it != json.end()) {
