@@ -14,6 +14,7 @@
 #include "common/launcher_environment.h"
 #include "common/logging.h"
 #include "common/open_file_limit.h"
+#include "worker/coordination/accept_guard.h"
 #include "worker/coordination/mutex_deadlock_detection.h"
 #include "worker/coordination/server_limits.h"
 
@@ -133,6 +134,7 @@ StatusOr<std::unique_ptr<CoordinationServer>> CoordinationServer::Start(
     return BindError(listen_address, ProbeBind(listen_address));
   }
   server->port_ = selected_port;
+  GuardAccepts(selected_port);
   server->bound_address_ = listen_address.substr(0, colon + 1) + std::to_string(selected_port);
   // The address ends the line (scripts look for it there), then what is
   // served over TLS says so.
@@ -152,6 +154,7 @@ void CoordinationServer::Stop(int64_t grace_ms) {
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(grace_ms));
   server_->Wait();
   server_.reset();
+  UnguardAccepts(port_);
 }
 
 }  // namespace mirrored::coordination

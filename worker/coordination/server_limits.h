@@ -5,8 +5,9 @@
 // heartbeats, its wait for the job's errors). Per connection, no
 // bandwidth-delay pings and no channelz entry (cheap with 16,384 tasks).
 // The chief also raises its soft file-descriptor limit to the hard one
-// (open_file_limit.h), and its checkpoint files wait for a descriptor
-// rather than fail (posix_file_env).
+// (open_file_limit.h), closes connections that would take the descriptors
+// it keeps in reserve (accept_guard.h), and its checkpoint files wait for
+// a descriptor rather than fail (posix_file_env).
 //
 //   grpc::ServerBuilder builder;
 //   ApplyConnectionLimits(builder);
