@@ -25,6 +25,7 @@
 #include "worker/eval/stop_signal.h"
 #include "worker/model/model_choice.h"
 #include "worker/strategy/mirrored_strategy.h"
+#include "worker/train/diverged_error.h"
 #include "worker/train/interrupt_report.h"
 #include "worker/train/preemption.h"
 #include "worker/train/trainer.h"
@@ -151,8 +152,12 @@ int TrainAndReport(const WorkerOptions& options, const ClusterConfig& config, co
   auto summary = Train(options, strategy, data);
   if (!summary.ok()) {
     // Tell the others at once (they exit 3 instead of waiting); an Aborted
-    // error came from a peer and needs no report.
-    if (summary.status().code() != StatusCode::kAborted) strategy.ReportError(summary.status());
+    // error came from a peer and needs no report. Nor does a divergence
+    // another task sees: the chief reaches it too, and says it with its
+    // latest checkpoint, unless this report aborts it first (exit 3).
+    const Status& error = summary.status();
+    const bool chief_says_it = IsDivergedError(error) && !strategy.is_chief_task();
+    if (error.code() != StatusCode::kAborted && !chief_says_it) strategy.ReportError(error);
     return Fail(task, summary.status());
   }
   if (Status s = strategy.Shutdown(); !s.ok()) return Fail(task, s);

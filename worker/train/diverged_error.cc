@@ -4,11 +4,16 @@
 #include <sstream>
 
 namespace mirrored {
+namespace {
+
+constexpr char kDivergedPrefix[] = "training diverged: ";
+
+}  // namespace
 
 Status DivergedError(std::optional<float> mean_loss, int64_t first, int64_t last, int64_t epoch,
                      int64_t last_checkpoint, bool chief, const WorkerOptions& options) {
   std::ostringstream m;
-  m << "training diverged: ";
+  m << kDivergedPrefix;
   if (!mean_loss) {
     m << "the weights after step " << last << " are not finite";
   } else {
@@ -30,6 +35,10 @@ Status DivergedError(std::optional<float> mean_loss, int64_t first, int64_t last
   // A configuration error (exit 2): a restart with the same flags replays
   // the same steps bit for bit, so the launcher must not retry it.
   return InvalidArgumentError(m.str());
+}
+
+bool IsDivergedError(const Status& s) {
+  return s.code() == StatusCode::kInvalidArgument && s.message().starts_with(kDivergedPrefix);
 }
 
 }  // namespace mirrored

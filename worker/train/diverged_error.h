@@ -25,4 +25,9 @@ namespace mirrored {
 Status DivergedError(std::optional<float> mean_loss, int64_t first, int64_t last, int64_t epoch,
                      int64_t last_checkpoint, bool chief, const WorkerOptions& options);
 
+// Whether `s` is DivergedError's. Every task reaches that verdict at the
+// same step (from all-reduced sums or identical weights), so only the
+// chief, which names the checkpoint to resume from, need report it.
+bool IsDivergedError(const Status& s);
+
 }  // namespace mirrored
