@@ -7,6 +7,7 @@
 # and (for the first base) debootstrap: scripts/install-deps.sh --test.
 #
 #   deploy/docker/build-local.sh STORE [--tag NAME]     # default tag localhost/mirrored:local
+#   deploy/docker/build-local.sh STORE --from-build build   # binaries from a host build
 #   . STORE/env.sh && podman run --rm localhost/mirrored:local --version
 #
 # Everything lives under STORE: podman's storage (STORE/storage, STORE/run),
@@ -14,14 +15,22 @@
 # the build stage compiles with (STORE/ccache), and env.sh, which points
 # podman and buildah at them. The CUDA toolkit is $CUDA_HOME (default
 # /usr/local/cuda); the mirror is $MIRRORED_DEBIAN_MIRROR, else apt's.
+#
+# --from-build DIR skips the Dockerfile's build stage: the binaries of a
+# build tree made on this machine (scripts/build.sh; Debian 12, as the
+# image) are installed stripped, with the CUDA libraries they load and the
+# list of Debian packages owning the others (collect-runtime.sh, run here),
+# into an image passed as BINARIES. Only the Debian base is needed then.
 set -euo pipefail
-usage="usage: build-local.sh STORE [--tag NAME]"
+usage="usage: build-local.sh STORE [--tag NAME] [--from-build DIR]"
 store=${1:?$usage}
 shift
 tag=localhost/mirrored:local
+from_build=
 while [ $# -gt 0 ]; do
   case "$1" in
     --tag) tag=${2:?$usage}; shift 2 ;;
+    --from-build) from_build=$(cd "${2:?$usage}" && pwd) || exit 2; shift 2 ;;
     *) echo "build-local.sh: unknown option $1 ($usage)" >&2; exit 2 ;;
   esac
 done
@@ -124,10 +133,49 @@ make_cuda_base() {
   buildah commit --quiet --rm "$ctr" "$cuda_base" > /dev/null
 }
 
+# The CUDA libraries the binaries load, as the build stage collects them,
+# in an image of their own (/out/cuda, 1.3 GB), made once per toolkit.
+make_cuda_libs_image() {
+  local ctr mnt
+  ctr=$(buildah from scratch)
+  mnt=$(buildah mount "$ctr")
+  CUDA_HOME=$cuda_home "$repo/deploy/docker/collect-runtime.sh" cuda "$mnt/out/cuda" >&2
+  buildah umount "$ctr" > /dev/null
+  buildah commit --quiet --rm "$ctr" "$cuda_libs" > /dev/null
+}
+
+# The binaries of the host build $from_build on top of those: /out as the
+# build stage leaves it. Only this small layer is new at each build.
+make_binaries_image() {
+  local ctr mnt
+  [ -f "$from_build/CMakeCache.txt" ] || die "--from-build $from_build: not a CMake build tree"
+  ctr=$(buildah from "$cuda_libs")
+  mnt=$(buildah mount "$ctr")
+  cmake --install "$from_build" --component runtime --strip --prefix "$mnt/out" > /dev/null \
+    || die "cmake --install $from_build failed (is it built?)"
+  "$repo/deploy/docker/collect-runtime.sh" packages "$mnt/out" "$mnt/out/bin/mirrored-launch" \
+    "$mnt/out/bin/mirrored-worker" >&2
+  buildah umount "$ctr" > /dev/null
+  buildah commit --quiet --rm "$ctr" "$binaries_image" > /dev/null
+}
+
 t0=$(date +%s)
 if podman image exists "$debian_base"; then say "reusing $debian_base"; else make_debian_base; fi
-if podman image exists "$cuda_base"; then say "reusing $cuda_base"; else
-  say "making $cuda_base from $cuda_home"; make_cuda_base
+build_args=(--build-arg RUNTIME_BASE="$debian_base")
+binaries_image=localhost/mirrored-binaries:local
+cuda_libs=localhost/mirrored-cuda-libs:$cuda_version
+if [ -n "$from_build" ]; then
+  if podman image exists "$cuda_libs"; then say "reusing $cuda_libs"; else
+    say "collecting the CUDA libraries of $cuda_home"; make_cuda_libs_image
+  fi
+  say "packing the binaries of $from_build"
+  make_binaries_image
+  build_args+=(--build-arg BINARIES="$binaries_image")
+else
+  if podman image exists "$cuda_base"; then say "reusing $cuda_base"; else
+    say "making $cuda_base from $cuda_home"; make_cuda_base
+  fi
+  build_args+=(--build-arg BUILD_BASE="$cuda_base")
 fi
 t1=$(date +%s)
 
@@ -135,8 +183,10 @@ say "building $tag (bases ready in $((t1 - t0)) s)"
 podman build --format docker --network host --layers \
   --volume "$store/ccache:/ccache" \
   --ignorefile "$repo/deploy/docker/Dockerfile.dockerignore" \
-  --build-arg BUILD_BASE="$cuda_base" --build-arg RUNTIME_BASE="$debian_base" \
+  "${build_args[@]}" \
   -f "$repo/deploy/docker/Dockerfile" -t "$tag" "$repo" >&2
+# The binaries are in $tag now; the next build packs its own.
+[ -z "$from_build" ] || podman rmi --force "$binaries_image" > /dev/null
 t2=$(date +%s)
 # Layers of builds superseded a day ago or more (dangling: untagged, no
 # children). The build stage's packages and CUDA layers are parents of the

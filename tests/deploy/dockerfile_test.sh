@@ -29,13 +29,17 @@ grep -Eq '^ARG BUILD_BASE=nvidia/cuda:[0-9]+\.[0-9]+\.[0-9]+-cudnn-devel-ubuntu2
 grep -Eq '^ARG RUNTIME_BASE=ubuntu:24\.04$' "$dockerfile" || fail "RUNTIME_BASE is not the build base's release (ubuntu:24.04)"
 grep -Eq '^FROM \$\{BUILD_BASE\} AS build$' "$dockerfile" || fail "no build stage FROM \${BUILD_BASE}"
 grep -Eq '^FROM \$\{RUNTIME_BASE\}$' "$dockerfile" || fail "no runtime stage FROM \${RUNTIME_BASE}"
-[ "$(grep -c '^FROM ' "$dockerfile")" = 2 ] || fail "expected exactly two stages"
-# The runtime stage copies from the build stage only the package list, the
-# CUDA libraries the binaries load, and the binaries.
+# The binaries come from the build stage unless BINARIES names an image of a
+# host build's (build-local.sh --from-build).
+grep -Eq '^ARG BINARIES=build$' "$dockerfile" || fail "BINARIES does not default to the build stage"
+grep -Eq '^FROM \$\{BINARIES\} AS binaries$' "$dockerfile" || fail "no binaries stage FROM \${BINARIES}"
+[ "$(grep -c '^FROM ' "$dockerfile")" = 3 ] || fail "expected exactly three stages: build, binaries, runtime"
+# The runtime stage copies from the binaries stage only the package list,
+# the CUDA libraries the binaries load, and the binaries.
 runtime=$(sed -n '/^FROM \${RUNTIME_BASE}$/,$p' "$dockerfile")
 [ "$(echo "$runtime" | grep -c '^COPY ')" = 3 ] || fail "runtime stage copies more than package list + CUDA libraries + binaries"
-grep -q '^COPY --from=build /out/bin/ /usr/local/bin/$' <<<"$runtime" || fail "binaries not copied"
-grep -q '^COPY --from=build /out/cuda/ /usr/local/cuda/lib64/$' <<<"$runtime" || fail "CUDA libraries not copied"
+grep -q '^COPY --from=binaries /out/bin/ /usr/local/bin/$' <<<"$runtime" || fail "binaries not copied"
+grep -q '^COPY --from=binaries /out/cuda/ /usr/local/cuda/lib64/$' <<<"$runtime" || fail "CUDA libraries not copied"
 grep -q 'dataset-fashion-mnist' <<<"$runtime" || fail "no Fashion-MNIST in the runtime stage"
 grep -Eq '^USER [0-9]+$' <<<"$runtime" || fail "runtime stage runs as root"
 grep -q '^VOLUME /runs$' <<<"$runtime" || fail "no /runs volume"
