@@ -104,8 +104,11 @@ std::string CoordinationClient::TlsHandshakeFailure(bool presents_certificate) {
   if (g.error_code() != grpc::StatusCode::UNAVAILABLE) return "";
   std::string lower = g.error_message();
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const bool tls = lower.find("handshake") != std::string::npos || lower.find("ssl") != std::string::npos ||
-                   lower.find("certificate") != std::string::npos || lower.find("tls") != std::string::npos;
+  // A verdict of TLS itself (a certificate, a name, a protocol version)
+  // comes again at every try. Trouble on the connection during a handshake
+  // ("Handshake read failed", SSL_ERROR_SYSCALL: the chief's handshake
+  // timeout on a loaded machine, a reset) does not: registration retries.
+  const bool tls = lower.find("ssl_error_ssl") != std::string::npos || lower.find("certificate") != std::string::npos;
   if (tls) return g.error_message();
   // Under TLS 1.3 a client's handshake ends before the server checks the
   // client's certificate: a chief requiring one closes the connection then.
