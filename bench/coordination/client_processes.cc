@@ -214,6 +214,7 @@ Status ClientProcesses::WaitDone(ClientPhases* phases) {
     phases->exited_ns = std::max<int64_t>(phases->exited_ns, exited);
     int wstatus = 0;
     waitpid(c.pid, &wstatus, 0);
+    c.pid = -1;  // reaped
     close(c.to_child);
     close(c.from_child);
     if (first.ok() && (!line.ok() || word != "done" || error != "ok" || wstatus != 0)) {
@@ -223,6 +224,16 @@ Status ClientProcesses::WaitDone(ClientPhases* phases) {
     }
   }
   return first;
+}
+
+ClientProcesses::~ClientProcesses() {
+  for (Child& c : children_) {
+    if (c.pid <= 0) continue;
+    kill(c.pid, SIGKILL);
+    waitpid(c.pid, nullptr, 0);
+    close(c.to_child);
+    close(c.from_child);
+  }
 }
 
 }  // namespace mirrored::coordination

@@ -46,6 +46,13 @@ class ClientProcesses {
   // Fills barrier_ms and exited_ns. Errors: a child's, or its exit status.
   Status WaitDone(ClientPhases* phases);
 
+  // A child not waited for by WaitDone (an error before it, or midway
+  // through Spawn) is killed and reaped: none outlives the benchmark.
+  ClientProcesses() = default;
+  ClientProcesses(ClientProcesses&&) = default;
+  ClientProcesses& operator=(ClientProcesses&&) = default;
+  ~ClientProcesses();
+
  private:
   struct Child {
     pid_t pid = -1;
