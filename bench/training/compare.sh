@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Training throughput of mirrored vs PyTorch DDP (Gloo, torchrun), side by
-# side on this machine: same model, per-replica batch, optimizer, replica
-# count, and threads per replica (the cores split evenly).
+# Training throughput of mirrored vs PyTorch DDP (Gloo, torchrun) and,
+# with TF_PYTHON, TensorFlow's MultiWorkerMirroredStrategy, side by side on
+# this machine: same model, per-replica batch, optimizer, replica count, and
+# threads per replica (the cores split evenly).
 #
 #   bench/training/compare.sh BUILD_DIR [--steps 300] [--models "mlp cnn"] [--replicas "1 2 4"]
-#   TORCH_PYTHON=~/.cache/mirrored/bench-torch-venv/bin/python bench/training/compare.sh BUILD_DIR ...
+#   TORCH_PYTHON=$(bench/training/torch_venv.sh) TF_PYTHON=$(scripts/interop-venv.sh) \
+#     bench/training/compare.sh BUILD_DIR ...
 #
 # TORCH_PYTHON is the peer's interpreter: Debian's /usr/bin/python3 (torch
 # 1.13 on reference BLAS, run through torchrun_shim.py) by default, or a
 # venv with PyPI's torch (MKL + oneDNN: the fair peer; make it with
-# bench/training/torch_venv.sh), run with its own torchrun.
+# bench/training/torch_venv.sh), run with its own torchrun. TF_PYTHON is
+# an interpreter with tensorflow-cpu and tf_keras (tf_train.py: one worker
+# process per replica, TF_CONFIG on free 127.0.0.1 ports, RING collectives,
+# oneDNN ops on, which TensorFlow leaves off by default on CPUs without
+# AVX-512 and which were faster here); without it the tf column reads "-".
 #
 # mirrored runs two ways: one worker with N CPU replicas (threads, shared
 # memory reduction) and N workers with one replica each (processes, Gloo).
@@ -52,8 +58,16 @@ else
 fi
 echo "# training throughput, samples/s; $cores cores; per-replica batch $batch; $steps steps (first $warm warm-up)"
 echo "# peer: $("$torch_python" -c 'import torch; print("torch", torch.__version__, "MKL" if torch.backends.mkl.is_available() else "no MKL", "oneDNN" if torch.backends.mkldnn.is_available() else "no oneDNN")' 2>&1 | tail -1) ($torch_python)"
-echo "# $(date -u +%F) $(uname -m); threads per replica = max(1, cores / replicas)"
-printf "%-6s %8s %14s %14s %14s %10s %10s\n" model replicas mirrored/thr mirrored/proc ddp/gloo thr/ddp proc/ddp
+tf_python=${TF_PYTHON:-}
+spe=$(python3 -c "import math; print(math.gcd($warm, $steps))")
+if [ -n "$tf_python" ]; then
+  export TF_ENABLE_ONEDNN_OPTS=1
+  echo "# peer: $("$tf_python" "$here/tf_train.py" --info 2>/dev/null | tail -1), MultiWorkerMirroredStrategy (tf_keras fit, steps_per_execution $spe) ($tf_python)"
+fi
+echo "# mirrored: oneDNN $(dpkg-query -W -f '${Version}' libdnnl-dev 2>/dev/null || echo '?') (Debian libdnnl) for Conv2D, Dense (matmul), pooling"
+echo "# $(date -u '+%F %H:%M') $(uname -m); load $(cut -d' ' -f1-3 /proc/loadavg); threads per replica = max(1, cores / replicas)"
+printf "%-6s %8s %14s %14s %14s %14s %10s %10s %10s\n" model replicas mirrored/thr mirrored/proc ddp/gloo tf/mwms \
+  thr/ddp proc/ddp proc/tf
 for model in $models; do
   for n in $replicas; do
     threads=$(( cores / n )); [ "$threads" -lt 1 ] && threads=1
@@ -67,7 +81,14 @@ for model in $models; do
     ddp=$(cd "$tmp" && "${torchrun[@]}" --nproc_per_node "$n" --master_port $((29500 + RANDOM % 1000)) \
             "$here/ddp_train.py" --model "$model" --steps "$steps" --warmup "$warm" --batch-per-replica "$batch" \
             --threads "$threads" 2>/dev/null | awk '/samples_per_sec/ {print $2}')
-    printf "%-6s %8d %14s %14s %14s %10.2f %10.2f\n" "$model" "$n" "$thr" "$proc" "$ddp" \
-      "$(echo "$thr / $ddp" | bc -l)" "$(echo "$proc / $ddp" | bc -l)"
+    tf=- proc_tf=-
+    if [ -n "$tf_python" ]; then
+      tf=$("$tf_python" "$here/tf_train.py" --workers "$n" --model "$model" --steps "$steps" --warmup "$warm" \
+             --batch-per-replica "$batch" --threads "$threads" --steps-per-execution "$spe" 2>/dev/null |
+           awk '/samples_per_sec/ {print $2}')
+      proc_tf=$(printf "%.2f" "$(echo "$proc / ${tf:-0}" | bc -l 2>/dev/null || echo 0)")
+    fi
+    printf "%-6s %8d %14s %14s %14s %14s %10.2f %10.2f %10s\n" "$model" "$n" "$thr" "$proc" "$ddp" "${tf:--}" \
+      "$(echo "$thr / $ddp" | bc -l)" "$(echo "$proc / $ddp" | bc -l)" "$proc_tf"
   done
 done
