@@ -158,6 +158,27 @@ TEST(GradientCheck, Conv2DPointwiseStride2NoBiasEightChannels) {
 TEST(GradientCheck, MaxPool2D) {
   LayerHarness(std::make_unique<MaxPool2DLayer>("p", 2, 2), {6, 7, 3}, 2).Check("maxpool");
 }
+// Windows that tile the input exactly (dx written without zeroing first),
+// and overlapping windows (gradients of two outputs added in one input).
+TEST(GradientCheck, MaxPool2DCovering) {
+  LayerHarness(std::make_unique<MaxPool2DLayer>("p", 2, 2), {6, 4, 5}, 2).Check("maxpool_covering");
+}
+TEST(GradientCheck, MaxPool2DOverlapping) {
+  LayerHarness(std::make_unique<MaxPool2DLayer>("p", 3, 2), {7, 7, 3}, 2).Check("maxpool_overlapping");
+}
+// A window of equal values (zeros after a ReLU) sends its gradient to its
+// first element only, as oneDNN and TensorFlow do.
+TEST(MaxPool2D, TiesGoToTheFirstElementOfTheWindow) {
+  auto backend = MakeCpuBackend();
+  auto pool = backend->MakeMaxPool(PoolSpec{2, 2, 2, 2, 2});
+  // (h, w, c): channel 0 all zeros; channel 1 ties at 1 in (0, 1) and (1, 1).
+  const std::vector<float> x{0, 0, 0, 1, 0, 0, 0, 1};
+  std::vector<float> y(2), dy{3, 5}, dx(8, -1.f);
+  pool->Forward(1, x.data(), y.data(), true);
+  pool->Backward(1, x.data(), y.data(), dy.data(), dx.data());
+  EXPECT_EQ(y, (std::vector<float>{0, 1}));
+  EXPECT_EQ(dx, (std::vector<float>{3, 0, 0, 5, 0, 0, 0, 0}));
+}
 TEST(GradientCheck, Relu) { LayerHarness(std::make_unique<ReluLayer>("r"), {3, 3, 2}, 2).Check("relu"); }
 TEST(GradientCheck, Flatten) { LayerHarness(std::make_unique<FlattenLayer>("f"), {2, 3, 2}, 2).Check("flatten"); }
 TEST(GradientCheck, BatchNormTraining) {

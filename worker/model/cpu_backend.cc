@@ -7,6 +7,7 @@
 #include <new>
 
 #include "mirrored/config.h"
+#include "worker/model/cpu_max_pool.h"
 
 #include <omp.h>
 
@@ -46,7 +47,7 @@ void CpuBackend::Zero(float* p, size_t count) {
 
 std::unique_ptr<DenseKernel> CpuBackend::MakeDense(const DenseSpec& spec) { return MakeDnnlDense(&ctx_, spec); }
 std::unique_ptr<ConvKernel> CpuBackend::MakeConv(const ConvSpec& spec) { return MakeDnnlConv(&ctx_, spec); }
-std::unique_ptr<PoolKernel> CpuBackend::MakeMaxPool(const PoolSpec& spec) { return MakeDnnlMaxPool(&ctx_, spec); }
+std::unique_ptr<PoolKernel> CpuBackend::MakeMaxPool(const PoolSpec& spec) { return MakeCpuMaxPool(spec); }
 std::unique_ptr<PoolKernel> CpuBackend::MakeAvgPool(const PoolSpec& spec) { return MakeDnnlAvgPool(&ctx_, spec); }
 std::unique_ptr<BatchNormKernel> CpuBackend::MakeBatchNorm(const BatchNormSpec& spec) {
   return MakeDnnlBatchNorm(&ctx_, spec);
