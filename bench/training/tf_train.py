@@ -48,7 +48,8 @@ def info():
     import tensorflow as tf
     from tensorflow.python.framework import test_util
     onednn = test_util.IsMklEnabled()
-    print("tensorflow %s, %s, Eigen GEMM" % (tf.__version__, "oneDNN ops on" if onednn else "oneDNN ops off"))
+    kernels = "oneDNN ops on (its bundled oneDNN for MatMul, Conv2D)" if onednn else "oneDNN ops off (Eigen)"
+    print("tensorflow %s, %s" % (tf.__version__, kernels))
 
 
 def worker(a):
