@@ -89,7 +89,10 @@ Status CheckDigest(const CheckpointState& state, const std::string& name, const 
 }  // namespace
 
 StatusOr<LoadedCheckpoint> CheckpointReader::Load(int64_t step) {
-  const std::string dir = JoinPath(CheckpointsDir(run_dir_), CheckpointDirName(step));
+  return LoadDirectory(JoinPath(CheckpointsDir(run_dir_), CheckpointDirName(step)), step);
+}
+
+StatusOr<LoadedCheckpoint> CheckpointReader::LoadDirectory(const std::string& dir, int64_t step) {
   MIRRORED_ASSIGN_OR_RETURN(CheckpointState state, ReadState(dir, step));
   const std::string model_path = JoinPath(dir, kModelFileName);
   const std::string optimizer_path = JoinPath(dir, kOptimizerFileName);

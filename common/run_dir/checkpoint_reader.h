@@ -47,6 +47,9 @@ class CheckpointReader {
   // Reads and fully validates ckpt-<step>. Errors: NotFound (no such
   // directory or file), DataLoss naming the file and the problem.
   StatusOr<LoadedCheckpoint> Load(int64_t step);
+  // Load() of a checkpoint directory `dir` named ckpt-<step>, wherever it
+  // lies (a copy outside its run directory). Same errors.
+  StatusOr<LoadedCheckpoint> LoadDirectory(const std::string& dir, int64_t step);
   // Validates ckpt-<step> without reading tensor data: state.json and both
   // safetensors headers against the files' sizes. Same errors as Load().
   StatusOr<CheckpointInfo> Inspect(int64_t step);
