@@ -21,7 +21,7 @@ done
 packages=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libgloo-dev libdnnl-dev nlohmann-json3-dev libcli11-dev zlib1g-dev libssl-dev
+  libgloo-dev libdnnl-dev nlohmann-json3-dev libcli11-dev zlib1g-dev libssl-dev libhdf5-dev
   libgtest-dev libgmock-dev
   dataset-fashion-mnist
 )
