@@ -6,6 +6,7 @@
 #include "common/logging.h"
 #include "mirrored/config.h"
 #include "worker/checkpoint/training_done.h"
+#include "worker/export/keras_export.h"
 #include "worker/model/cpu_backend.h"
 #include "worker/model/precision.h"
 #include "worker/train/chief_log.h"
@@ -399,6 +400,7 @@ Status ReplicaTrainer::Finish() {
     if (!stopped_early_ && last_checkpoint_ >= 0) {
       MIRRORED_RETURN_IF_ERROR(
           WhileRunning(TrainingDone::Write(FileEnv::Default(), options_.run_dir, last_checkpoint_)));
+      MIRRORED_RETURN_IF_ERROR(WhileRunning(ExportFinalWeights(trainer_.model_, *model_, options_.run_dir)));
     }
   }
   // Prove the replicas ended identical: max and min of a fingerprint agree.
