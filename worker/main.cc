@@ -23,6 +23,7 @@
 #include "worker/data/training_data.h"
 #include "worker/eval/evaluator.h"
 #include "worker/eval/stop_signal.h"
+#include "worker/export/keras_export.h"
 #include "worker/model/model_choice.h"
 #include "worker/strategy/mirrored_strategy.h"
 #include "worker/train/diverged_error.h"
@@ -78,6 +79,15 @@ int CheckWithoutRunning(const WorkerOptions& options) {
   if (s.ok()) return kExitSuccess;
   std::cerr << "mirrored-worker: error: " << s.message() << "\n";
   return ExitCodeFor(s);
+}
+
+// --export CKPT_DIR: the checkpoint's weights for Keras, no job joined.
+int RunExport(const WorkerOptions& options) {
+  auto exported = ExportCheckpoint(FileEnv::Default(), options.export_checkpoint, options.export_dir);
+  if (!exported.ok()) return Fail("export", exported.status());
+  std::printf("exported step %lld for Keras: %s, %s\n", static_cast<long long>(exported->step),
+              exported->json_path.c_str(), exported->weights_path.c_str());
+  return kExitSuccess;
 }
 
 // The evaluator's run: SIGINT/SIGTERM stop it between checkpoints.
@@ -267,5 +277,6 @@ int main(int argc, char** argv) {
     return mirrored::FailBeforeJoining(s);
   }
   if (check_flags) return mirrored::CheckWithoutRunning(options);
+  if (!options.export_checkpoint.empty()) return mirrored::RunExport(options);
   return mirrored::RunWorker(options);
 }

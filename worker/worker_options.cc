@@ -171,6 +171,18 @@ void RegisterCommunicationFlags(CLI::App& app, WorkerOptions& o) {
       ->capture_default_str();
 }
 
+// --export and --export-dir (no training: main.cc).
+void RegisterExportFlags(CLI::App& app, WorkerOptions& o) {
+  app.add_option("--export", o.export_checkpoint,
+                 "Write checkpoint CKPT_DIR's weights for Keras (model.weights.h5, model.json) and exit; a run "
+                 "directory: its latest checkpoint")
+      ->type_name("CKPT_DIR")
+      ->check(NonEmptyPath("--export", "give a checkpoint directory (RUN_DIR/checkpoints/ckpt-<step>)"));
+  app.add_option("--export-dir", o.export_dir, "Where --export writes (default: RUN_DIR/export of its run directory)")
+      ->type_name("DIR")
+      ->check(NonEmptyPath("--export-dir", "give a directory"));
+}
+
 }  // namespace
 
 void WorkerOptions::Register(CLI::App& app) {
@@ -239,6 +251,7 @@ void WorkerOptions::Register(CLI::App& app) {
                "After every step, check (two tiny all-reduces) that all replicas hold identical weights");
   RegisterCommunicationFlags(app, *this);
   RegisterTlsFlags(app, tls);
+  RegisterExportFlags(app, *this);
   app.add_option("--poll-interval", poll_interval_sec, "Evaluator: seconds between checkpoint scans")
       ->capture_default_str();
   app.add_option("--max-evaluations", max_evaluations, "Evaluator: stop after N evaluations (0: at the final)")
@@ -251,6 +264,9 @@ void WorkerOptions::Register(CLI::App& app) {
 Status WorkerOptions::Validate() const {
   if (model != "mlp" && model != "cnn" && model != "resnet") {
     return InvalidArgumentError("--model \"" + model + "\" is not one of mlp, cnn, resnet");
+  }
+  if (!export_dir.empty() && export_checkpoint.empty()) {
+    return InvalidArgumentError("--export-dir " + export_dir + " is given without --export CKPT_DIR");
   }
   if (model_given && !model_json.empty()) {
     return InvalidArgumentError("--model " + model + " and --model-json " + model_json + " are both given: give one");

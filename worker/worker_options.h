@@ -87,6 +87,11 @@ struct WorkerOptions {
   // MIRRORED_TLS_* variable.
   coordination::TlsFiles tls;
 
+  // --export CKPT_DIR: write CKPT_DIR's weights for Keras (export/keras_export.h)
+  // into --export-dir (default RUN_DIR/export) and exit, training nothing.
+  std::string export_checkpoint;
+  std::string export_dir;
+
   // Evaluator.
   double poll_interval_sec = 1;
   int64_t max_evaluations = 0;    // 0: until the final checkpoint
