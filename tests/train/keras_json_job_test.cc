@@ -1,7 +1,7 @@
 // --model-json in real jobs: a Keras 3 residual CNN trains under
 // mirrored-launch local with two workers and the side-car evaluator, which
 // rebuilds the model from the checkpoint's state.json and evaluates it; the
-// run resumes with the same model and refuses another one; a model that
+// chief exports it for Keras (RUN_DIR/export); the run resumes with the same model and refuses another one; a model that
 // does not fit the data, a malformed file and an unsupported layer exit 2
 // naming the file and what is wrong, before joining a job.
 #include <gtest/gtest.h>
@@ -54,6 +54,13 @@ TEST_F(KerasJsonJobTest, TrainsWithTheEvaluatorAndResumesTheSameModel) {
   const nlohmann::json st = nlohmann::json::parse(state);
   EXPECT_EQ(st["model"], "keras:resnet_cifar");
   EXPECT_EQ(st["model_json"]["config"]["name"], "resnet_cifar");
+  // The chief's export for Keras at the end: the model as given, and its weights.
+  const fs::path exported = dir_ / "run" / "export";
+  ASSERT_TRUE(fs::exists(exported / "model.json") && fs::exists(exported / "model.weights.h5")) << run.output;
+  std::ifstream json(exported / "model.json");
+  EXPECT_EQ(nlohmann::json::parse(json), st["model_json"]);
+  EXPECT_NE(run.output.find("weights for Keras: " + (exported / "model.json").string()), std::string::npos)
+      << run.output;
 
   ProcessRun resumed = RunProcess(KerasJob(dir_ / "run", npz, kKeras + "keras3_functional_resnet.json", "6"), "",
                                   240s, {"MIRRORED_DATA_CACHE=off"});
