@@ -60,7 +60,8 @@ TEST_P(GpuKerasJsonTest, SameLogitsAndGradientsAsTheCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GpuKerasJsonTest,
-                         ::testing::Values("keras3_sequential_cnn", "keras3_residual_no_bn", "tf_keras_functional_resnet"));
+                         ::testing::Values("keras3_sequential_cnn", "keras3_residual_no_bn", "tf_keras_functional_resnet",
+                                           "tf_keras_same_padding_conv"));
 
 }  // namespace
 }  // namespace mirrored::model

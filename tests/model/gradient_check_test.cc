@@ -142,8 +142,12 @@ TEST(GradientCheck, Conv2DValid) {
       .Check("conv_valid");
 }
 TEST(GradientCheck, Conv2DSameStride2ReluNoBias) {
+  // 7 rows pad 1 and 1, 6 columns 0 and 1 (TensorFlow's "same"). A fused
+  // ReLU input lies within eps 1e-2 of its kink here: the smaller eps.
+  g_eps = 2e-3f;
   Conv2DOptions o{.filters = 3, .kernel = 3, .stride = 2, .same_padding = true, .bias = false, .relu = true};
   LayerHarness(std::make_unique<Conv2DLayer>("c", o), {7, 6, 2}, 2).Check("conv_same_s2");
+  g_eps = 1e-2f;
 }
 TEST(GradientCheck, Conv2DPointwiseStride2) {
   Conv2DOptions o{.filters = 4, .kernel = 1, .stride = 2, .bias = true};
@@ -232,7 +236,11 @@ TEST(GradientCheck, SmallModelEndToEnd) {
   layers.push_back(std::make_unique<DenseLayer>("dense", 3, false));
   Model m("tiny", MakeCpuBackend(), std::move(layers), {8, 8, 2}, 3, 5);
   const int n = 4;
-  std::vector<float> x = Random(n * 128, 21);
+  // Input seed 27: its smallest |ReLU input| is 0.015. (With seed 21 and
+  // TensorFlow's "same" padding, one is 4e-5: a kink under every kernel
+  // weight's perturbation, one-sided slopes apart by less than the skip
+  // threshold.)
+  std::vector<float> x = Random(n * 128, 27);
   std::vector<int32_t> y{0, 2, 1, 2};
   std::vector<float> w(n, 1.f / n);
   auto loss = [&] {

@@ -84,11 +84,13 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, KerasModelJsonAccepts,
                                            Accepted{"tf_keras_functional_resnet", 2},
                                            Accepted{"keras3_functional_resnet", 2}, Accepted{"tf_keras_mlp", 0},
                                            Accepted{"keras3_mlp", 0}, Accepted{"tf_keras_residual_no_bn", 1},
-                                           Accepted{"keras3_residual_no_bn", 1}),
+                                           Accepted{"keras3_residual_no_bn", 1},
+                                           Accepted{"tf_keras_same_padding_conv", 0},
+                                           Accepted{"keras3_same_padding_conv", 0}),
                          [](const auto& info) { return info.param.file; });
 
 TEST(KerasModelJson, Keras2AndKeras3ReadTheSameLayers) {
-  for (const std::string model : {"sequential_cnn", "functional_resnet", "mlp", "residual_no_bn"}) {
+  for (const std::string model : {"sequential_cnn", "functional_resnet", "mlp", "residual_no_bn", "same_padding_conv"}) {
     StatusOr<KerasModelJson> a = KerasModelJson::ReadFile(Fixture("tf_keras_" + model));
     StatusOr<KerasModelJson> b = KerasModelJson::ReadFile(Fixture("keras3_" + model));
     ASSERT_TRUE(a.ok() && b.ok()) << model;
@@ -100,6 +102,7 @@ TEST(KerasModelJson, Keras2AndKeras3ReadTheSameLayers) {
       EXPECT_EQ(x.units, y.units) << model << " " << x.name;
       EXPECT_EQ(x.kernel, y.kernel) << model << " " << x.name;
       EXPECT_EQ(x.stride, y.stride) << model << " " << x.name;
+      EXPECT_EQ(x.same_padding, y.same_padding) << model << " " << x.name;
       EXPECT_EQ(x.relu, y.relu) << model << " " << x.name;
       EXPECT_EQ(x.bias, y.bias) << model << " " << x.name;
     }

@@ -8,9 +8,11 @@
 //
 //   std::unique_ptr<Backend> be = MakeCpuBackend();
 //   float* p = be->Allocate(1024);  be->Upload(host, p, 1024);
-//   auto conv = be->MakeConv({.in_h = 28, .in_w = 28, .in_c = 1, .out_c = 32, .kernel = 3});
+//   ConvSpec spec{.in_h = 28, .in_w = 28, .in_c = 1, .out_c = 32, .kernel = 3, .stride = 2};
+//   auto conv = be->MakeConv(spec.SamePadded());   // 14x14x32, padding 0 before, 1 after
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -28,21 +30,58 @@ struct DenseSpec {
   bool relu = false;
 };
 
+// Zeros added along one spatial axis of a window's input: `before` the
+// first pixel (top / left) and `after` the last (bottom / right).
+struct AxisPadding {
+  int before = 0, after = 0;
+  int total() const { return before + after; }
+  bool symmetric() const { return before == after; }
+  bool operator==(const AxisPadding&) const = default;
+};
+
+// Keras' (TensorFlow's) padding "same" along an axis of `in` pixels:
+// out = ceil(in / stride), total = max((out - 1) * stride + window - in, 0),
+// before = total / 2 (rounded down), after = the rest. It is k / 2 on both
+// sides at stride 1 with an odd window; otherwise the odd pixel goes after
+// (28 pixels, window 3, stride 2: 0 before, 1 after). "valid" is AxisPadding{}.
+inline AxisPadding SamePadding(int in, int window, int stride) {
+  const int out = (in + stride - 1) / stride;
+  const int total = std::max((out - 1) * stride + window - in, 0);
+  return {total / 2, total - total / 2};
+}
+
+// Output length of a window sliding over `in` pixels padded by `pad`:
+// floor((in + pad.total() - window) / stride) + 1 (below 1 when the
+// window does not fit).
+inline int WindowOutputSize(int in, int window, int stride, AxisPadding pad) {
+  const int span = in + pad.total() - window;
+  return span < 0 ? 0 : span / stride + 1;
+}
+
 // 2-D convolution with HWIO kernels [k, k, in_c, out_c] on activations in
 // the backend's layout (NHWC on the CPU, NCHW on the GPU; see channels_first).
-// "same" padding is symmetric, k / 2 on each side (PyTorch's rule; equal to
-// TensorFlow's for stride 1), so cuDNN and oneDNN agree on every shape.
+// pad_h pads the top and bottom, pad_w the left and right: none is Keras'
+// "valid", SamePadded() sets Keras' "same" (TensorFlow's rule, which may pad
+// one more pixel after than before; kernels take either side as given).
 struct ConvSpec {
   int in_h = 0, in_w = 0, in_c = 0;
   int out_c = 0;
   int kernel = 3;
   int stride = 1;
-  bool same_padding = false;
   bool bias = true;
   bool relu = false;
-  int pad() const { return same_padding ? kernel / 2 : 0; }
-  int out_h() const { return (in_h + 2 * pad() - kernel) / stride + 1; }
-  int out_w() const { return (in_w + 2 * pad() - kernel) / stride + 1; }
+  AxisPadding pad_h{}, pad_w{};  // "{}": designated initializers may omit them (-Wmissing-field-initializers)
+  int out_h() const { return WindowOutputSize(in_h, kernel, stride, pad_h); }
+  int out_w() const { return WindowOutputSize(in_w, kernel, stride, pad_w); }
+  bool padded() const { return pad_h.total() + pad_w.total() > 0; }
+  bool symmetric() const { return pad_h.symmetric() && pad_w.symmetric(); }
+  // Sets pad_h and pad_w to "same" (SamePadding) for the spec's input,
+  // kernel and stride; returns *this.
+  ConvSpec& SamePadded() {
+    pad_h = SamePadding(in_h, kernel, stride);
+    pad_w = SamePadding(in_w, kernel, stride);
+    return *this;
+  }
 };
 
 // Max or average pooling, window `size`, stride `stride`, no padding

@@ -3,7 +3,9 @@
 namespace mirrored::model {
 
 Shape3 Conv2DLayer::Build(Shape3 input, ParameterStore* store) {
-  spec_ = ConvSpec{input.h, input.w, input.c, o_.filters, o_.kernel, o_.stride, o_.same_padding, o_.bias, o_.relu};
+  spec_ = ConvSpec{.in_h = input.h, .in_w = input.w, .in_c = input.c, .out_c = o_.filters, .kernel = o_.kernel,
+                   .stride = o_.stride, .bias = o_.bias, .relu = o_.relu};
+  if (o_.same_padding) spec_.SamePadded();
   const int k2 = o_.kernel * o_.kernel;
   kernel_ = store->AddTrainable(name() + "/kernel", {o_.kernel, o_.kernel, input.c, o_.filters}, o_.init,
                                 k2 * input.c, k2 * o_.filters);

@@ -1,5 +1,7 @@
 // 2-D convolution, kernel [k, k, in_c, filters] (HWIO, as Keras), optional
-// bias and fused ReLU, "same" (symmetric k/2) or "valid" padding, stride.
+// bias and fused ReLU, stride, padding "valid" (none) or "same" (Keras' and
+// TensorFlow's: output ceil(in / stride), the odd padding pixel at the bottom
+// and right; backend.h's SamePadding).
 //
 //   Conv2DLayer c("conv1", {.filters = 32, .kernel = 3, .relu = true});
 //   Shape3 out = c.Build({28, 28, 1}, &store);   // {26, 26, 32}
@@ -17,7 +19,7 @@ struct Conv2DOptions {
   int filters = 0;
   int kernel = 3;
   int stride = 1;
-  bool same_padding = false;
+  bool same_padding = false;  // Keras "same" (SamePadding), else "valid"
   bool bias = true;
   bool relu = false;
   Init init = Init::kGlorotUniform;

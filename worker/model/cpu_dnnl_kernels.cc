@@ -162,12 +162,13 @@ class DnnlConv final : public ConvKernel {
     p.b = memory::desc({OC}, dt::f32, tag::a);
     p.user_w = memory::desc({OC, IC, K, K}, dt::f32, tag::hwio);
     memory::desc any_w({OC, IC, K, K}, dt::f32, tag::any);
-    memory::dims strides{s_.stride, s_.stride}, pad{s_.pad(), s_.pad()};
-    // Symmetric padding, as cuDNN: oneDNN floors (in + 2 pad - k) / stride
-    // exactly as ConvSpec does. (A negative right padding, which would also
-    // describe these shapes, makes oneDNN 2.6's strided 1x1 kernels write
-    // out of bounds.)
-    memory::dims pad_r = pad;
+    // The spec's padding as it is: oneDNN pads the top / left (pad) and the
+    // bottom / right (pad_r) separately, and floors (in + pad + pad_r - k) /
+    // stride exactly as ConvSpec does. (A negative right padding, which would
+    // also describe a "valid" strided shape, makes oneDNN 2.6's strided 1x1
+    // kernels write out of bounds: the padding stays the spec's, never below 0.)
+    memory::dims strides{s_.stride, s_.stride}, pad{s_.pad_h.before, s_.pad_w.before},
+        pad_r{s_.pad_h.after, s_.pad_w.after};
     auto alg = dnnl::algorithm::convolution_direct;
     auto fwd_desc = s_.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, p.x, any_w,
                                                               p.b, p.y, strides, pad, pad_r)
@@ -194,9 +195,10 @@ class DnnlConv final : public ConvKernel {
 // ------------------------------------------------------ pointwise conv ----
 // A 1x1 convolution is a matmul over the (subsampled) pixels:
 // Y[n*oh*ow, oc] = X[::s, ::s][n*oh*ow, ic] . W[ic, oc], and an HWIO 1x1
-// kernel is exactly that [ic, oc] matrix. oneDNN 2.6's jit_1x1:avx2
-// convolution on NHWC with stride 2 corrupts the heap (seen in the
-// gradient-check tests), so 1x1 convolutions never reach it.
+// kernel is exactly that [ic, oc] matrix. Unpadded only; a 1x1 "same"
+// convolution is unpadded too (SamePadding's total is 0 for a window of 1).
+// oneDNN 2.6's jit_1x1:avx2 convolution on NHWC with stride 2 corrupts the
+// heap (seen in the gradient-check tests), so 1x1 convolutions never reach it.
 class DnnlPointwiseConv final : public ConvKernel {
  public:
   DnnlPointwiseConv(DnnlContext* ctx, const ConvSpec& s)
@@ -395,7 +397,7 @@ std::unique_ptr<DenseKernel> MakeDnnlDense(DnnlContext* ctx, const DenseSpec& sp
   return std::make_unique<DnnlDense>(ctx, spec);
 }
 std::unique_ptr<ConvKernel> MakeDnnlConv(DnnlContext* ctx, const ConvSpec& spec) {
-  if (spec.kernel == 1 && spec.pad() == 0) return std::make_unique<DnnlPointwiseConv>(ctx, spec);
+  if (spec.kernel == 1 && !spec.padded()) return std::make_unique<DnnlPointwiseConv>(ctx, spec);
   return std::make_unique<DnnlConv>(ctx, spec);
 }
 std::unique_ptr<PoolKernel> MakeDnnlMaxPool(DnnlContext* ctx, const PoolSpec& spec) {

@@ -12,6 +12,7 @@
 #include "worker/model/gpu_batch_norm.h"
 #include "worker/model/gpu_half_kernels.h"
 #include "worker/model/gpu_kernels.h"
+#include "worker/model/gpu_padded_input_conv.h"
 
 namespace mirrored::model {
 namespace {
@@ -163,12 +164,15 @@ class CudnnConv final : public ConvKernel {
         w_kcrs_(half_ ? 0 : size_t(s.kernel) * s.kernel * s.in_c * s.out_c),
         dw_kcrs_(half_ ? 0 : size_t(s.kernel) * s.kernel * s.in_c * s.out_c),
         bias_sums_(s.bias ? gpu::ChannelSumsScratchFloats(s.out_c) : 0) {
+    // Both sides of an axis alike: MakeCudnnConv hands an asymmetric spec
+    // to PaddedInputConv, which brings it here symmetric.
+    if (!s.symmetric()) throw CudaError("CudnnConv takes symmetric padding only (see gpu_padded_input_conv.h)");
     const cudnnTensorFormat_t format = half_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     MIRRORED_CUDNN_CHECK(cudnnCreateFilterDescriptor(&filter_));
     MIRRORED_CUDNN_CHECK(cudnnSetFilter4dDescriptor(filter_, DataType(), format, s.out_c, s.in_c, s.kernel, s.kernel));
     MIRRORED_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv_));
-    MIRRORED_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_, s.pad(), s.pad(), s.stride, s.stride, 1, 1,
-                                                         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    MIRRORED_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_, s.pad_h.before, s.pad_w.before, s.stride, s.stride,
+                                                         1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     const cudnnMathType_t math = half_ ? CUDNN_TENSOR_OP_MATH : ctx->allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
     MIRRORED_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_, math));
   }
@@ -456,7 +460,8 @@ std::unique_ptr<DenseKernel> MakeCublasDense(GpuContext* ctx, const DenseSpec& s
   return std::make_unique<CublasDense>(ctx, spec);
 }
 std::unique_ptr<ConvKernel> MakeCudnnConv(GpuContext* ctx, const ConvSpec& spec) {
-  return std::make_unique<CudnnConv>(ctx, spec);
+  if (spec.symmetric()) return std::make_unique<CudnnConv>(ctx, spec);
+  return MakePaddedInputConv(ctx, spec, std::make_unique<CudnnConv>(ctx, SymmetricPart(spec)));
 }
 std::unique_ptr<PoolKernel> MakeCudnnMaxPool(GpuContext* ctx, const PoolSpec& spec) {
   return std::make_unique<CudnnPool>(ctx, spec, CUDNN_POOLING_MAX);

@@ -1,6 +1,7 @@
 // cuDNN / cuBLAS implementations of the per-layer kernels of backend.h:
 // dense (cuBLAS SGEMM + bias/ReLU kernel), convolution (cuDNN on NCHW with
-// KCRS filters transposed from our HWIO each step), max pooling (cuDNN) and
+// KCRS filters transposed from our HWIO each step; padding that differs
+// before and after through gpu_padded_input_conv.h), max pooling (cuDNN) and
 // batch normalisation (our NCHW kernels, gpu_batch_norm.h). The context's
 // precision (precision.h) picks the products' arithmetic: FP32 (no TF32),
 // TF32 math mode, or bf16 / fp16 tensor-core products of 16-bit copies of

@@ -130,6 +130,25 @@ __global__ void OihwToHwioK(const float* src, float* dst, int kk, int in, int ou
   }
 }
 
+// xp[p, i, j] = x[p, i - top, j - left] inside x, 0 outside; a thread per
+// element of xp [planes, hp, wp].
+__global__ void PadPlanesK(size_t total, int h, int w, const float* x, int top, int left, int hp, int wp,
+                           float* xp) {
+  MIRRORED_GRID_LOOP(i, total) {
+    const int j = int(i % wp) - left, r = int(i / wp % hp) - top;
+    const size_t p = i / (size_t(wp) * hp);
+    xp[i] = r >= 0 && r < h && j >= 0 && j < w ? x[(p * h + r) * w + j] : 0.f;
+  }
+}
+// x[p, i, j] = xp[p, i + top, j + left]; a thread per element of x.
+__global__ void CropPlanesK(size_t total, int hp, int wp, const float* xp, int top, int left, int h, int w,
+                            float* x) {
+  MIRRORED_GRID_LOOP(i, total) {
+    const size_t j = i % w, r = i / w % h, p = i / (size_t(w) * h);
+    x[i] = xp[(p * hp + r + top) * wp + j + left];
+  }
+}
+
 }  // namespace
 
 void Relu(cudaStream_t s, const float* x, float* y, size_t n) {
@@ -204,6 +223,21 @@ void HwioToOihw(cudaStream_t s, const float* src, float* dst, int k, int in, int
 void OihwToHwio(cudaStream_t s, const float* src, float* dst, int k, int in, int out) {
   MIRRORED_CUDA_LAUNCH_CHECK(
       (OihwToHwioK<<<Blocks(size_t(k) * k * in * out), kThreads, 0, s>>>(src, dst, k * k, in, out)));
+}
+
+void PadPlanes(cudaStream_t s, size_t planes, int h, int w, const float* x, int top, int left, int hp, int wp,
+               float* xp) {
+  const size_t total = planes * size_t(hp) * wp;
+  if (total == 0) return;
+  MIRRORED_CUDA_LAUNCH_CHECK(
+      (PadPlanesK<<<Blocks(total), kThreads, 0, s>>>(total, h, w, x, top, left, hp, wp, xp)));
+}
+void CropPlanes(cudaStream_t s, size_t planes, int hp, int wp, const float* xp, int top, int left, int h, int w,
+                float* x) {
+  const size_t total = planes * size_t(h) * w;
+  if (total == 0) return;
+  MIRRORED_CUDA_LAUNCH_CHECK(
+      (CropPlanesK<<<Blocks(total), kThreads, 0, s>>>(total, hp, wp, xp, top, left, h, w, x)));
 }
 
 }  // namespace mirrored::model::gpu

@@ -1,6 +1,7 @@
 // Small CUDA kernels for the GPU backend where no cuBLAS / cuDNN call fits:
 // element-wise activations, bias, pooling, loss, optimizer updates and the
-// layout changes (NCHW activations <-> NHWC, HWIO kernels <-> cuDNN's OIHW).
+// layout changes (NCHW activations <-> NHWC, HWIO kernels <-> cuDNN's OIHW,
+// explicit zero padding of images).
 // All asynchronous on `stream`; every launch is checked
 // (MIRRORED_CUDA_LAUNCH_CHECK). Per-channel sums (bias gradients) are in
 // gpu_batch_norm.h.
@@ -44,5 +45,12 @@ void ChannelsLastToFirst(cudaStream_t s, int n, int hw, int c, const float* x, f
 // [k, k, in, out] <-> [out, in, k, k] (cuDNN's KCRS for NCHW filters).
 void HwioToOihw(cudaStream_t s, const float* src, float* dst, int k, int in, int out);
 void OihwToHwio(cudaStream_t s, const float* src, float* dst, int k, int in, int out);
+// Zero padding of `planes` h x w planes (NCHW: planes = n * c) into
+// hp x wp ones, x's pixel (i, j) landing at (i + top, j + left); and the
+// crop that takes it back out (x = xp's h x w window at (top, left)).
+void PadPlanes(cudaStream_t s, size_t planes, int h, int w, const float* x, int top, int left, int hp, int wp,
+               float* xp);
+void CropPlanes(cudaStream_t s, size_t planes, int hp, int wp, const float* xp, int top, int left, int h, int w,
+                float* x);
 
 }  // namespace mirrored::model::gpu

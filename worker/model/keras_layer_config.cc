@@ -144,10 +144,7 @@ Status ReadConv2D(const ConfigReader& r, KerasLayer& l) {
   const json* padding = r.Find("padding");
   if (padding != nullptr && *padding != "valid" && *padding != "same")
     return r.Refuse("padding", "is " + ConfigReader::Text(padding), "\"valid\" or \"same\"");
-  s.same_padding = padding != nullptr && *padding == "same";
-  if (s.same_padding && s.kernel % 2 == 0)
-    return r.Refuse("kernel_size", "is even (" + std::to_string(s.kernel) + ") with padding \"same\"",
-                    "odd kernels with \"same\" padding");
+  s.same_padding = padding != nullptr && *padding == "same";  // TensorFlow's rule, any kernel (SamePadding)
   MIRRORED_RETURN_IF_ERROR(r.Expect("data_format", "channels_last", "\"channels_last\""));
   StatusOr<int> dilation = r.Square("dilation_rate", 1);
   if (!dilation.ok() || *dilation != 1)

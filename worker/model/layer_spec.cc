@@ -20,9 +20,13 @@ std::string ShapeText(Shape3 s) {
   return std::to_string(s.h) + "x" + std::to_string(s.w) + "x" + std::to_string(s.c);
 }
 
-StatusOr<Shape3> WindowOutput(Shape3 in, int window, int stride, int pad, int channels, const std::string& what) {
-  const int h = (in.h + 2 * pad - window) / stride + 1, w = (in.w + 2 * pad - window) / stride + 1;
-  if (in.h + 2 * pad < window || in.w + 2 * pad < window || h < 1 || w < 1) {
+// A window sliding over `in`, unpadded ("valid") or padded "same" (each
+// axis by SamePadding of its own length: never too small).
+StatusOr<Shape3> WindowOutput(Shape3 in, int window, int stride, bool same, int channels, const std::string& what) {
+  const AxisPadding ph = same ? SamePadding(in.h, window, stride) : AxisPadding{};
+  const AxisPadding pw = same ? SamePadding(in.w, window, stride) : AxisPadding{};
+  const int h = WindowOutputSize(in.h, window, stride, ph), w = WindowOutputSize(in.w, window, stride, pw);
+  if (h < 1 || w < 1) {
     return InvalidArgumentError("its " + what + " window of " + std::to_string(window) + "x" +
                                 std::to_string(window) + " does not fit its " + ShapeText(in) + " input");
   }
@@ -41,10 +45,10 @@ StatusOr<Shape3> LayerSpec::OutputShape(Shape3 in) const {
       }
       return Shape3{1, 1, units};
     case LayerKind::kConv2D:
-      return WindowOutput(in, kernel, stride, same_padding ? kernel / 2 : 0, units, "kernel");
+      return WindowOutput(in, kernel, stride, same_padding, units, "kernel");
     case LayerKind::kMaxPool2D:
     case LayerKind::kAvgPool2D:
-      return WindowOutput(in, kernel, stride, 0, in.c, "pooling");
+      return WindowOutput(in, kernel, stride, false, in.c, "pooling");
     case LayerKind::kFlatten:
       return Shape3{1, 1, int(in.size())};
     case LayerKind::kGlobalAvgPool:

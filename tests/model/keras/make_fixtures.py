@@ -1,4 +1,7 @@
-"""Writes the Keras model JSON fixtures of keras_model_json_test.
+"""Writes the Keras model JSON fixtures of keras_model_json_test, and
+same_padding_conv_reference.json: what TensorFlow computes for "same"
+padding (the padding table, and a model's outputs and gradients with fixed
+weights) for conv_padding_test.
 
 Each model is built with real tf_keras (Keras 2) and Keras 3 and saved with
 model.to_json(), as a user would. The fixtures are committed, so the unit
@@ -80,6 +83,87 @@ def residual_no_bn(k, classes=7):
     return k.Model(inputs, outputs, name="residual_cifar")
 
 
+def same_padding_conv(k):
+    """Convolutions whose "same" padding TensorFlow splits unevenly: 3x3
+    stride 2 on 10 rows (0 before, 1 after) and 7 columns (1, 1); an even
+    2x2 kernel (0, 1) on 8 channels (the GPU's 16-bit path takes those); a
+    4x4 kernel at stride 3 (1, 1 on rows; 1, 2 on columns)."""
+    L = k.layers
+    inputs = k.Input(shape=(10, 7, 3), name="image")
+    x = L.Conv2D(8, 3, strides=2, padding="same", name="conv_s2")(inputs)
+    x = L.Conv2D(4, 2, padding="same", use_bias=False, name="conv_even")(x)
+    x = L.Conv2D(2, 4, strides=3, padding="same", name="conv_k4_s3")(x)
+    x = L.Flatten(name="flat")(x)
+    outputs = L.Dense(3, name="out")(x)
+    return k.Model(inputs, outputs, name="same_padding_conv")
+
+
+# The padding table: input sizes, kernels and strides whose "same" padding
+# TensorFlow itself is asked for.
+PADDING_INPUTS, PADDING_KERNELS, PADDING_STRIDES = (28, 14, 7, 5, 1), (1, 2, 3, 5), (1, 2, 3)
+
+
+def tf_same_padding(tf, size, kernel, stride):
+    """[in, kernel, stride, out, before]: TensorFlow's "same" output length
+    and padding before, read off a convolution. Pixel i holds i + 1 and
+    filter c picks tap c, so output 0's channel c sees pixel c - before
+    (0 where that is padding)."""
+    x = tf.reshape(tf.range(1, size + 1, dtype=tf.float32), (1, size, 1, 1))
+    taps = tf.reshape(tf.eye(kernel), (kernel, 1, 1, kernel))
+    y = tf.nn.conv2d(x, taps, strides=(1, stride, 1, 1), padding="SAME").numpy()[0, :, 0, :]
+    before = [c + 1 - int(v) for c, v in enumerate(y[0]) if v != 0]
+    assert before and len(set(before)) == 1, (size, kernel, stride, y[0])
+    return [size, kernel, stride, int(y.shape[0]), before[0]]
+
+
+def fixed(rng, shape, low, high):
+    """Reproducible values that float32 holds exactly (multiples of 1/64)."""
+    return (rng.integers(low, high + 1, size=shape) / 64.0).astype(np.float32)
+
+
+def tensors(model):
+    """(mirrored's tensor name "<layer>/<weight>", variable) of each weight."""
+    return [(layer.name + "/" + w.name.split("/")[-1].split(":")[0], w)
+            for layer in model.layers for w in layer.weights]
+
+
+def same_padding_reference(tf_keras, keras):
+    """What Keras computes for same_padding_conv with fixed weights: the
+    outputs, the mean squared error against a fixed target and its
+    gradients (Keras' mse: the mean over outputs, then over the batch)."""
+    import tensorflow as tf
+    rng = np.random.default_rng(24)
+    model = same_padding_conv(tf_keras)
+    weights = {}
+    for name, w in tensors(model):
+        weights[name] = fixed(rng, w.shape, -32, 32)
+        w.assign(weights[name])
+    x = fixed(rng, (2, 10, 7, 3), 0, 64)
+    target = fixed(rng, (2, 3), -64, 64)
+    with tf.GradientTape() as tape:
+        y = model(x, training=True)
+        loss = tf_keras.losses.MeanSquaredError()(target, y)
+    names, variables = zip(*tensors(model))
+    grads = dict(zip(names, tape.gradient(loss, list(variables))))
+    other = same_padding_conv(keras)  # Keras 3 computes the same
+    for name, w in tensors(other):
+        w.assign(weights[name])
+    np.testing.assert_allclose(np.asarray(other(x)), y.numpy(), rtol=1e-5, atol=1e-5)
+    # float32's shortest decimal: read back as a float32, the same value.
+    flat = lambda a: [float(str(v)) for v in np.asarray(a, dtype=np.float32).ravel()]
+    return {
+        "padding": [tf_same_padding(tf, n, k, s)
+                    for n in PADDING_INPUTS for k in PADDING_KERNELS for s in PADDING_STRIDES],
+        "input": flat(x),
+        "batch": int(x.shape[0]),
+        "target": flat(target),
+        "weights": {n: flat(w) for n, w in weights.items()},
+        "output": flat(y),
+        "loss": float(loss),
+        "gradients": {n: flat(g) for n, g in grads.items()},
+    }
+
+
 def mlp(k):
     L = k.layers
     inputs = k.Input(shape=(28, 28, 1))
@@ -147,9 +231,13 @@ def main():
         write(directory, prefix + "_functional_resnet", functional_resnet(k), expected)
         write(directory, prefix + "_mlp", mlp(k), expected)
         write(directory, prefix + "_residual_no_bn", residual_no_bn(k), expected)
+        write(directory, prefix + "_same_padding_conv", same_padding_conv(k), expected)
         k.backend.clear_session()
         for name, model in refused(k).items():
             write(directory, prefix + "_refused_" + name, model)
+    with open(os.path.join(directory, "same_padding_conv_reference.json"), "w") as f:
+        json.dump(same_padding_reference(tf_keras, keras), f, separators=(",", ":"))
+        f.write("\n")
     with open(os.path.join(directory, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
         f.write("\n")
