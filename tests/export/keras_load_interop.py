@@ -161,7 +161,7 @@ def check_export_flag(bin_dir, run, tmp, model):
 
 def main():
     bin_dir = sys.argv[1]
-    models = sys.argv[2:] or ["mlp", "cnn", "keras-bn"]
+    models = sys.argv[2:] or ["mlp", "cnn", "resnet", "keras-bn"]
     x = (idx(os.path.join(DATA, "t10k-images-idx3-ubyte.gz")).astype("float32") / 255.0)[..., None]
     y = idx(os.path.join(DATA, "t10k-labels-idx1-ubyte.gz")).astype("int64")
     with tempfile.TemporaryDirectory() as tmp:

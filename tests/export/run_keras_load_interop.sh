@@ -6,7 +6,7 @@
 # evaluator's test accuracy within 1e-4 (and its loss closely); and
 # `mirrored-worker --export` of the same checkpoint writes the same files.
 # Skips (exit 0, "SKIPPED") when pip cannot reach the package index.
-#   run_keras_load_interop.sh BIN_DIR [MODEL...]    (default: mlp cnn keras-bn)
+#   run_keras_load_interop.sh BIN_DIR [MODEL...]    (default: mlp cnn resnet keras-bn)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 rc=0

@@ -88,11 +88,12 @@ class LayerList {
       config["input_layers"] = {{"input", 0, 0}};
       config["output_layers"] = {{last_, 0, 0}};
     }
-    // "module": where Keras 3 finds the class (tf_keras ignores it).
-    json model{{"module", "keras"},
+    // "module" and "registered_name": where Keras 3 finds the class, as its
+    // own to_json() writes them (tf_keras ignores both).
+    json model{{"module", functional_ ? "keras.src.models.functional" : "keras"},
                {"class_name", functional_ ? "Functional" : "Sequential"},
                {"config", std::move(config)},
-               {"registered_name", nullptr},
+               {"registered_name", functional_ ? json("Functional") : json(nullptr)},
                {"backend", "tensorflow"}};
     return KerasZooModel{std::move(model), std::move(prefix_)};
   }
