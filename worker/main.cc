@@ -25,6 +25,7 @@
 #include "worker/eval/stop_signal.h"
 #include "worker/export/keras_export.h"
 #include "worker/model/model_choice.h"
+#include "worker/role_options.h"
 #include "worker/strategy/mirrored_strategy.h"
 #include "worker/train/diverged_error.h"
 #include "worker/train/interrupt_report.h"
@@ -93,7 +94,7 @@ int RunExport(const WorkerOptions& options) {
 // The evaluator's run: SIGINT/SIGTERM stop it between checkpoints.
 int RunEvaluatorTask(const WorkerOptions& options, const std::string& task) {
   StopSignal::Install();  // SIGINT/SIGTERM: stop between checkpoints, pause the lease
-  auto evaluated = RunEvaluator(options);
+  auto evaluated = RunEvaluator(EvaluatorOptionsFrom(options));
   if (!evaluated.ok()) return Fail(task, evaluated.status());
   std::printf("%s\n", evaluated->LastLine().c_str());
   if (evaluated->stop_signal) return 128 + *evaluated->stop_signal;
@@ -108,15 +109,6 @@ int FailAndTell(const std::string& task, const ClusterConfig& config, const Stra
   const int code = Fail(task, error);
   MirroredStrategy::ReportFailureBeforeJoining(config, so, error);
   return code;
-}
-
-void SetStrategyFlags(const WorkerOptions& options, DeviceKind device, StrategyOptions& so) {
-  so.device = device;  // auto: every visible GPU, else --cpu-replicas CPU replicas
-  so.cpu_replicas = options.cpu_replicas;
-  so.collective_timeout = MillisecondsOf(options.collective_timeout_sec);
-  so.registration_timeout = MillisecondsOf(options.registration_timeout_sec);
-  so.heartbeat_interval = MillisecondsOf(options.heartbeat_interval_sec);
-  so.heartbeat_timeout = MillisecondsOf(options.heartbeat_timeout_sec);
 }
 
 // What a finished training task prints: its steps and weights fingerprint,
@@ -159,7 +151,7 @@ int TrainAndReport(const WorkerOptions& options, const ClusterConfig& config, co
   if (!config.is_single_local_task && !LauncherSignalsTheWholeJob()) {
     interrupts.emplace([&strategy](const Status& s) { strategy.TellFailureBeforeEnding(s); });
   }
-  auto summary = Train(options, strategy, data);
+  auto summary = Train(TrainerOptionsFrom(options), strategy, data);
   if (!summary.ok()) {
     // Tell the others at once (they exit 3 instead of waiting); an Aborted
     // error came from a peer and needs no report. Nor does a divergence

@@ -325,16 +325,6 @@ Status WorkerOptions::Validate() const {
   return OkStatus();
 }
 
-double WorkerOptions::EffectiveLearningRate() const {
-  if (lr > 0) return lr;
-  return optimizer == "sgd" ? 1e-2 : 1e-3;
-}
-
-double WorkerOptions::EffectiveLrDecayRate() const {
-  if (lr_decay_rate_given) return lr_decay_rate;
-  return lr_schedule == "exponential" ? 0.96 : 0.1;
-}
-
 std::chrono::milliseconds MillisecondsOf(double seconds) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(seconds));
 }

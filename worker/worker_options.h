@@ -101,10 +101,6 @@ struct WorkerOptions {
   // InvalidArgument naming the flag and the value (for TLS, the file and
   // what is wrong with it: TlsCredentials::Load).
   Status Validate() const;
-  // The learning rate to use (the flag, or the optimizer's default).
-  double EffectiveLearningRate() const;
-  // --lr-decay-rate, or the schedule's default (step 0.1, exponential 0.96).
-  double EffectiveLrDecayRate() const;
 };
 
 // A flag given in seconds (--collective-timeout-sec) as the duration it sets,

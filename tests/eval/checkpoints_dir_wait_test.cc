@@ -29,16 +29,16 @@ class CheckpointsDirWaitTest : public ::testing::Test {
     std::ofstream(dir_ / "a-file") << "x";
     // Bounded either way: a wait that should not happen ends after 2 s
     // with a summary, and the test then fails on it.
-    options_.poll_interval_sec = 0.05;
-    options_.eval_timeout_sec = 2;
+    options_.poll_interval = std::chrono::duration<double>(0.05);
+    options_.eval_timeout = std::chrono::duration<double>(2);
   }
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
-  WorkerOptions options_;
+  EvaluatorOptions options_;
 };
 
 TEST_F(CheckpointsDirWaitTest, ARunDirectoryUnderARegularFileFailsAtOnceNamingTheFile) {
-  options_.eval_timeout_sec = 60;
+  options_.eval_timeout = std::chrono::duration<double>(60);
   options_.run_dir = (dir_ / "a-file" / "sub").string();
   const auto start = Clock::now();
   auto waited = WaitForCheckpointsDir(options_);
@@ -59,7 +59,7 @@ TEST_F(CheckpointsDirWaitTest, ARunDirectoryThatIsARegularFileFailsAtOnce) {
 
 TEST_F(CheckpointsDirWaitTest, AMissingRunDirectoryIsWaitedForUntilTheTimeoutWithoutMakingIt) {
   options_.run_dir = (dir_ / "not-yet").string();
-  options_.eval_timeout_sec = 0.2;
+  options_.eval_timeout = std::chrono::duration<double>(0.2);
   auto waited = WaitForCheckpointsDir(options_);
   ASSERT_TRUE(waited.ok()) << waited.status();
   ASSERT_TRUE(waited->has_value()) << "did not end on --eval-timeout";

@@ -22,22 +22,22 @@ namespace {
 constexpr std::chrono::seconds kCollectiveTimeout{60};
 constexpr std::chrono::seconds kRegistrationTimeout{30};
 
-WorkerOptions Options(const std::string& model, int64_t batch_per_replica, int64_t accumulate_steps) {
-  WorkerOptions o;
-  o.model = model;
-  o.max_steps = 10;
-  o.batch_per_replica = batch_per_replica;
-  o.accumulate_steps = accumulate_steps;
-  o.lr_schedule = "cosine";  // over the 10 steps, after 3 of warm-up
-  o.warmup_steps = 3;
-  o.validate = false;
-  o.verify_replicas = true;
-  o.log_every = 1000;
+TrainerOptions Options(const std::string& model, int64_t batch_per_replica, int64_t accumulate_steps) {
+  TrainerOptions o;
+  o.model.name = model;
+  o.steps.max_steps = 10;
+  o.steps.batch_per_replica = batch_per_replica;
+  o.steps.accumulate_steps = accumulate_steps;
+  o.schedule.kind = "cosine";  // over the 10 steps, after 3 of warm-up
+  o.schedule.warmup_steps = 3;
+  o.validation.test_set = false;
+  o.validation.replicas = true;
+  o.steps.log_every = 1000;
   o.seed = 7;
   return o;
 }
 
-std::vector<float> TrainAlone(const WorkerOptions& options) {
+std::vector<float> TrainAlone(const TrainerOptions& options) {
   StrategyOptions so;
   so.cpu_replicas = 1;
   auto strategy = MirroredStrategy::Create(SingleLocalTaskConfig("test"), so);
@@ -50,7 +50,7 @@ std::vector<float> TrainAlone(const WorkerOptions& options) {
   return summary->params;
 }
 
-Status TrainOneTask(const WorkerOptions& options, const std::string& cluster, int index, std::vector<float>* params) {
+Status TrainOneTask(const TrainerOptions& options, const std::string& cluster, int index, std::vector<float>* params) {
   MIRRORED_ASSIGN_OR_RETURN(
       ClusterConfig config,
       ParseTfConfig(R"({"cluster":{"worker":[)" + cluster + R"(]},"task":{"type":"worker","index":)" +
@@ -68,7 +68,7 @@ Status TrainOneTask(const WorkerOptions& options, const std::string& cluster, in
   return strategy->Shutdown();
 }
 
-std::vector<float> TrainTwoWorkersTwoReplicas(const WorkerOptions& options) {
+std::vector<float> TrainTwoWorkersTwoReplicas(const TrainerOptions& options) {
   auto p0 = PortReservation::Reserve();
   auto p1 = PortReservation::Reserve();
   const std::string cluster = "\"" + p0->address() + "\",\"" + p1->address() + "\"";

@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 
 class GpuPrecisionTrainTest : public GpuTrainTest {
  protected:
-  StatusOr<TrainSummary> TrainOnGpu(const WorkerOptions& o) {
+  StatusOr<TrainSummary> TrainOnGpu(const TrainerOptions& o) {
     StrategyOptions so;
     so.device = DeviceKind::kGpu;
     MIRRORED_ASSIGN_OR_RETURN(auto strategy, MirroredStrategy::Create(SingleLocalTaskConfig("test"), so));
@@ -37,14 +37,14 @@ class GpuPrecisionTrainTest : public GpuTrainTest {
   }
 };
 
-WorkerOptions EpochOptions(const std::string& model, const std::string& precision) {
-  WorkerOptions o;
-  o.model = model;
-  o.precision = precision;
-  o.data_dir = DataDir();
-  o.epochs = 1;
+TrainerOptions EpochOptions(const std::string& model, const std::string& precision) {
+  TrainerOptions o;
+  o.model.name = model;
+  o.model.precision = precision;
+  o.data.dir = DataDir();
+  o.steps.epochs = 1;
   o.seed = 11;
-  o.log_every = 100;
+  o.steps.log_every = 100;
   return o;
 }
 
@@ -88,16 +88,16 @@ std::vector<nlohmann::json> TrainLines(const fs::path& run_dir) {
 // until the gradients fit, says so, checkpoints the scale it reached and
 // resumes from it; a bf16 run then resumes the same (FP32) checkpoint.
 TEST_F(GpuPrecisionTrainTest, Fp16LossScaleIsLoggedCheckpointedAndResumed) {
-  WorkerOptions o = EpochOptions("cnn", "fp16");
-  o.run_dir = (run_root_ / "run").string();
-  o.max_steps = 40;
-  o.checkpoint_every = 20;
-  o.log_every = 10;
-  o.validate = false;
-  o.initial_loss_scale = 1e9;  // 1e9 / 64 per example: beyond float16's 65504
+  TrainerOptions o = EpochOptions("cnn", "fp16");
+  o.checkpoints.run_dir = (run_root_ / "run").string();
+  o.steps.max_steps = 40;
+  o.checkpoints.every = 20;
+  o.steps.log_every = 10;
+  o.validation.test_set = false;
+  o.model.initial_loss_scale = 1e9;  // 1e9 / 64 per example: beyond float16's 65504
   StatusOr<TrainSummary> first = TrainOnGpu(o);
   ASSERT_TRUE(first.ok()) << first.status();
-  const std::vector<nlohmann::json> lines = TrainLines(o.run_dir);
+  const std::vector<nlohmann::json> lines = TrainLines(o.checkpoints.run_dir);
   ASSERT_FALSE(lines.empty());
   const double scale = lines.back().value("loss_scale", 0.0);
   const int64_t skipped = lines.back().value("skipped_steps", int64_t{0});
@@ -107,19 +107,19 @@ TEST_F(GpuPrecisionTrainTest, Fp16LossScaleIsLoggedCheckpointedAndResumed) {
   EXPECT_LT(scale, 1e9);
   EXPECT_TRUE(std::isfinite(lines.back().value("loss", NAN)));
 
-  CheckpointReader reader(FileEnv::Default(), o.run_dir);
+  CheckpointReader reader(FileEnv::Default(), o.checkpoints.run_dir);
   auto latest = reader.LoadLatest();
   ASSERT_TRUE(latest.ok()) << latest.status();
   EXPECT_EQ(latest->info.state.precision, "fp16");
   EXPECT_EQ(latest->info.state.loss_scale, scale);
 
-  o.max_steps = 60;  // resumes at step 40 with that scale, not 1e30 again
+  o.steps.max_steps = 60;  // resumes at step 40 with that scale, not 1e30 again
   StatusOr<TrainSummary> second = TrainOnGpu(o);
   ASSERT_TRUE(second.ok()) << second.status();
-  const std::vector<nlohmann::json> resumed = TrainLines(o.run_dir);
+  const std::vector<nlohmann::json> resumed = TrainLines(o.checkpoints.run_dir);
   EXPECT_EQ(resumed.back().value("skipped_steps", int64_t{-1}), 0) << "the resumed run started from 1e9 again";
-  o.precision = "bf16";
-  o.max_steps = 80;
+  o.model.precision = "bf16";
+  o.steps.max_steps = 80;
   StatusOr<TrainSummary> third = TrainOnGpu(o);
   ASSERT_TRUE(third.ok()) << third.status();
   EXPECT_EQ(third->steps, 80);

@@ -51,21 +51,21 @@ std::string BinDir() {
   return dir != nullptr ? dir : MIRRORED_BIN_DIR;
 }
 
-WorkerOptions SgdOptions(const std::string& model, int64_t steps, int64_t batch_per_replica) {
-  WorkerOptions o;
-  o.model = model;
-  o.data_dir = DataDir();
-  o.optimizer = "sgd";
-  o.max_steps = steps;
-  o.batch_per_replica = batch_per_replica;
-  o.validate = false;
-  o.verify_replicas = true;
-  o.log_every = 5;
+TrainerOptions SgdOptions(const std::string& model, int64_t steps, int64_t batch_per_replica) {
+  TrainerOptions o;
+  o.model.name = model;
+  o.data.dir = DataDir();
+  o.optimizer.name = "sgd";
+  o.steps.max_steps = steps;
+  o.steps.batch_per_replica = batch_per_replica;
+  o.validation.test_set = false;
+  o.validation.replicas = true;
+  o.steps.log_every = 5;
   o.seed = 7;
   return o;
 }
 
-StatusOr<TrainSummary> TrainInProcess(DeviceKind device, const WorkerOptions& o) {
+StatusOr<TrainSummary> TrainInProcess(DeviceKind device, const TrainerOptions& o) {
   StrategyOptions so;
   so.device = device;
   so.cpu_replicas = 1;
@@ -149,9 +149,9 @@ TEST_P(GpuMatchesCpuTest, LossFallsAndWeightsMatchTheCpuPathAfterSgdSteps) {
   }
 
   const int64_t steps = 40;
-  WorkerOptions gpu_options = SgdOptions(model, steps, 32);
-  gpu_options.run_dir = (run_root_ / "gpu").string();  // checkpoints and metrics from device buffers
-  gpu_options.validate = true;                          // inference only: changes no weight
+  TrainerOptions gpu_options = SgdOptions(model, steps, 32);
+  gpu_options.checkpoints.run_dir = (run_root_ / "gpu").string();  // checkpoints and metrics from device buffers
+  gpu_options.validation.test_set = true;                          // inference only: changes no weight
   auto gpu = TrainInProcess(DeviceKind::kGpu, gpu_options);
   ASSERT_TRUE(gpu.ok()) << gpu.status();
   auto cpu = TrainInProcess(DeviceKind::kCpu, SgdOptions(model, steps, 32));
@@ -167,13 +167,13 @@ TEST_P(GpuMatchesCpuTest, LossFallsAndWeightsMatchTheCpuPathAfterSgdSteps) {
   EXPECT_LE(RelativeError(cpu->params, gpu->params, model + " cpu vs gpu"), 2e-3);
   EXPECT_LE(RelativeUpdateError(w0, cpu->params, gpu->params, model + " 40 steps"), 5e-2);
 
-  const std::vector<double> losses = TrainLosses(gpu_options.run_dir);
+  const std::vector<double> losses = TrainLosses(gpu_options.checkpoints.run_dir);
   ASSERT_GE(losses.size(), 4u);
   EXPECT_LT(losses.back(), losses.front()) << model << ": train loss did not fall";
   EXPECT_GT(gpu->val_accuracy, 0.2) << "validation on the GPU (10 classes: chance is 0.1)";
   EXPECT_LE(gpu->val_accuracy, 1.0);
 
-  auto saved = CheckpointWeights(gpu_options.run_dir, model, steps);
+  auto saved = CheckpointWeights(gpu_options.checkpoints.run_dir, model, steps);
   ASSERT_TRUE(saved.ok()) << saved.status();
   EXPECT_EQ(*saved, gpu->params) << "the checkpoint must hold the device weights, bit for bit";
 }
@@ -256,7 +256,7 @@ TEST_F(GpuTrainTest, TwoProcessesOnOneGpuEndIdenticalAndEqualToOneReplicaOnTheGl
   // differs, and a bucket reduced before backward wrote it would not.
   auto saved = CheckpointWeights(run, "cnn", steps);
   ASSERT_TRUE(saved.ok()) << saved.status();
-  WorkerOptions alone = SgdOptions("cnn", steps, 64);
+  TrainerOptions alone = SgdOptions("cnn", steps, 64);
   auto one = TrainInProcess(DeviceKind::kGpu, alone);
   ASSERT_TRUE(one.ok()) << one.status();
   EXPECT_LE(RelativeError(one->params, *saved, "cnn 1 GPU x 64 vs 2 processes x 32"), 1e-4);

@@ -38,15 +38,15 @@ class KerasJsonEquivalenceTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  WorkerOptions Options(int64_t batch_per_replica) const {
-    WorkerOptions o;
-    o.model_json = std::string(MIRRORED_SOURCE_DIR) + "/tests/model/keras/keras3_residual_no_bn.json";
-    o.data_dir = npz_.string();
-    o.max_steps = 10;
-    o.batch_per_replica = batch_per_replica;
-    o.validate = false;
-    o.verify_replicas = true;
-    o.log_every = 1000;
+  TrainerOptions Options(int64_t batch_per_replica) const {
+    TrainerOptions o;
+    o.model.keras_json = std::string(MIRRORED_SOURCE_DIR) + "/tests/model/keras/keras3_residual_no_bn.json";
+    o.data.dir = npz_.string();
+    o.steps.max_steps = 10;
+    o.steps.batch_per_replica = batch_per_replica;
+    o.validation.test_set = false;
+    o.validation.replicas = true;
+    o.steps.log_every = 1000;
     o.seed = 7;
     return o;
   }

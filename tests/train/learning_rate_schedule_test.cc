@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "worker/role_options.h"
 #include "worker/train/training_settings.h"
 
 namespace mirrored {
@@ -33,6 +34,12 @@ Status Parse(std::vector<std::string> args, WorkerOptions* options) {
   return options->Validate();
 }
 
+// The schedule the parsed flags give, as mirrored-worker hands them to the trainer.
+StatusOr<LearningRateSchedule> ForRun(const WorkerOptions& flags, const RunLength& run) {
+  const TrainerOptions o = TrainerOptionsFrom(flags);
+  return LearningRateSchedule::ForRun(o.schedule, o.optimizer.EffectiveLearningRate(), run);
+}
+
 LearningRateSchedule Make(const LearningRateScheduleParams& p) {
   auto s = LearningRateSchedule::Create(p);
   EXPECT_TRUE(s.ok()) << s.status();
@@ -43,7 +50,7 @@ LearningRateSchedule FromFlags(std::vector<std::string> args, RunLength run) {
   WorkerOptions o;
   Status parsed = Parse(std::move(args), &o);
   EXPECT_TRUE(parsed.ok()) << parsed;
-  auto s = LearningRateSchedule::ForRun(o, run);
+  auto s = ForRun(o, run);
   EXPECT_TRUE(s.ok()) << s.status();
   return *s;
 }
@@ -135,12 +142,12 @@ TEST(LearningRateScheduleTest, TheLinearScalingRuleMultipliesByTheReplicas) {
 TEST(LearningRateScheduleTest, CosineWithNoStepLeftAfterTheWarmupIsRefused) {
   WorkerOptions o;
   ASSERT_TRUE(Parse({"--lr-schedule", "cosine", "--warmup-steps", "50"}, &o).ok());
-  auto s = LearningRateSchedule::ForRun(o, {.replicas = 1, .steps_per_epoch = 50, .total_steps = 50});
+  auto s = ForRun(o, {.replicas = 1, .steps_per_epoch = 50, .total_steps = 50});
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(Has(s.status(), "--warmup-steps 50 leaves none of the run's 50 steps")) << s.status();
   ASSERT_TRUE(Parse({"--lr-schedule", "cosine", "--warmup-steps", "50", "--lr-decay-steps", "20"}, &o).ok());
-  EXPECT_TRUE(LearningRateSchedule::ForRun(o, {.replicas = 1, .steps_per_epoch = 50, .total_steps = 50}).ok());
+  EXPECT_TRUE(ForRun(o, {.replicas = 1, .steps_per_epoch = 50, .total_steps = 50}).ok());
 }
 
 TEST(LearningRateScheduleTest, BadFlagsAreRefusedNamingTheFlagAndValue) {
@@ -179,7 +186,7 @@ TEST(LearningRateScheduleTest, TasksAgreeOnTheScheduleFlags) {
                      "--scale-lr-by-replicas"},
                     &o)
                   .ok());
-  const auto list = TrainingSettings(o, 60000, 10000);
+  const auto list = TrainingSettings(TrainerOptionsFrom(o), 60000, 10000);
   const std::map<std::string, std::string> settings(list.begin(), list.end());
   EXPECT_EQ(settings.size(), list.size());
   EXPECT_EQ(settings.at("--lr-schedule"), "exponential");
@@ -190,7 +197,7 @@ TEST(LearningRateScheduleTest, TasksAgreeOnTheScheduleFlags) {
   EXPECT_EQ(settings.at("--lr-decay-rate"), "0.96");
   EXPECT_EQ(settings.count("--lr-alpha"), 0u);
   WorkerOptions constant;
-  const auto plain = TrainingSettings(constant, 60000, 10000);
+  const auto plain = TrainingSettings(TrainerOptionsFrom(constant), 60000, 10000);
   const std::map<std::string, std::string> plain_map(plain.begin(), plain.end());
   EXPECT_EQ(plain_map.at("--lr-schedule"), "constant");
   EXPECT_EQ(plain_map.at("--accumulate-steps"), "1");

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "worker/role_options.h"
 #include "worker/train/learning_rate_schedule.h"
 
 int main(int argc, char** argv) {
@@ -35,7 +36,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   Status valid = options.Validate();
-  auto schedule = valid.ok() ? LearningRateSchedule::ForRun(options, run) : StatusOr<LearningRateSchedule>(valid);
+  const TrainerOptions trainer = TrainerOptionsFrom(options);
+  auto schedule = valid.ok()
+                      ? LearningRateSchedule::ForRun(trainer.schedule, trainer.optimizer.EffectiveLearningRate(), run)
+                      : StatusOr<LearningRateSchedule>(valid);
   if (!schedule.ok()) {
     std::fprintf(stderr, "%s\n", schedule.status().message().c_str());
     return 2;

@@ -16,14 +16,14 @@
 namespace mirrored {
 namespace {
 
-WorkerOptions Options(const std::string& model, int64_t batch_per_replica) {
-  WorkerOptions o;
-  o.model = model;
-  o.max_steps = 10;
-  o.batch_per_replica = batch_per_replica;
-  o.validate = false;
-  o.verify_replicas = true;
-  o.log_every = 1000;
+TrainerOptions Options(const std::string& model, int64_t batch_per_replica) {
+  TrainerOptions o;
+  o.model.name = model;
+  o.steps.max_steps = 10;
+  o.steps.batch_per_replica = batch_per_replica;
+  o.validation.test_set = false;
+  o.validation.replicas = true;
+  o.steps.log_every = 1000;
   o.seed = 7;
   return o;
 }

@@ -20,8 +20,8 @@ namespace {
 bool Has(const Status& s, const std::string& text) { return s.message().find(text) != std::string::npos; }
 
 TEST(TrainerPartsTest, TrainingSettingsNameTheFlagsAndTheData) {
-  WorkerOptions o;
-  o.optimizer = "sgd";
+  TrainerOptions o;
+  o.optimizer.name = "sgd";
   const auto list = TrainingSettings(o, 60000, 10000);
   const std::map<std::string, std::string> settings(list.begin(), list.end());
   EXPECT_EQ(settings.size(), list.size());  // each named once
@@ -30,28 +30,28 @@ TEST(TrainerPartsTest, TrainingSettingsNameTheFlagsAndTheData) {
   EXPECT_EQ(settings.at("--bucket-mb"), "25");
   EXPECT_EQ(settings.at("training examples (--data)"), "60000");
   EXPECT_EQ(settings.at("test examples (--data)"), "10000");
-  o.validate = false;
+  o.validation.test_set = false;
   const auto without = TrainingSettings(o, 60000, 0);
   const std::map<std::string, std::string> without_map(without.begin(), without.end());
   EXPECT_EQ(without_map.at("test examples (--data)"), "-");
 }
 
 TEST(TrainerPartsTest, Fp16TasksMustAlsoAgreeOnTheInitialLossScale) {
-  WorkerOptions o;
+  TrainerOptions o;
   const auto fp32 = TrainingSettings(o, 60000, 10000);
   const std::map<std::string, std::string> fp32_map(fp32.begin(), fp32.end());
   EXPECT_EQ(fp32_map.at("--precision"), "fp32");
   EXPECT_EQ(fp32_map.count("--initial-loss-scale"), 0u);  // means nothing without fp16
-  o.precision = "fp16";
-  o.initial_loss_scale = 1024;
+  o.model.precision = "fp16";
+  o.model.initial_loss_scale = 1024;
   const auto fp16 = TrainingSettings(o, 60000, 10000);
   const std::map<std::string, std::string> fp16_map(fp16.begin(), fp16.end());
   EXPECT_EQ(fp16_map.at("--initial-loss-scale"), "1024");
 }
 
 TEST(TrainerPartsTest, ADivergedLossNamesItsStepsAndIsAConfigurationError) {
-  WorkerOptions o;
-  o.run_dir = "/tmp/run";
+  TrainerOptions o;
+  o.checkpoints.run_dir = "/tmp/run";
   const Status s = DivergedError(std::numeric_limits<float>::infinity(), 11, 20, 0, 10, /*chief=*/true, o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);  // exit 2: a restart replays the same steps
   EXPECT_TRUE(Has(s, "the mean loss over steps 11-20 is inf (epoch 1)")) << s.message();
@@ -61,10 +61,10 @@ TEST(TrainerPartsTest, ADivergedLossNamesItsStepsAndIsAConfigurationError) {
 }
 
 TEST(TrainerPartsTest, DivergedWeightsSayWhatIsSaved) {
-  WorkerOptions o;
+  TrainerOptions o;
   EXPECT_TRUE(Has(DivergedError(std::nullopt, 7, 7, 0, -1, true, o), "the weights after step 7 are not finite"));
   EXPECT_TRUE(Has(DivergedError(std::nullopt, 7, 7, 0, -1, true, o), "Nothing is saved (no --run-dir)"));
-  o.run_dir = "/tmp/run";
+  o.checkpoints.run_dir = "/tmp/run";
   EXPECT_TRUE(Has(DivergedError(std::nullopt, 7, 7, 0, -1, true, o), "No checkpoint was written yet"));
   EXPECT_TRUE(Has(DivergedError(std::nullopt, 7, 7, 0, 5, false, o), "The chief's log names its latest checkpoint"));
 }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "worker/role_options.h"
+
 namespace mirrored {
 namespace {
 
@@ -28,12 +30,12 @@ Status Parse(std::vector<std::string> args, WorkerOptions* options) {
 TEST(WorkerOptionsTest, NoLrIsTheOptimizersDefault) {
   WorkerOptions adam, sgd;
   ASSERT_TRUE(Parse({}, &adam).ok());
-  EXPECT_DOUBLE_EQ(adam.EffectiveLearningRate(), 1e-3);
+  EXPECT_DOUBLE_EQ(TrainerOptionsFrom(adam).optimizer.EffectiveLearningRate(), 1e-3);
   ASSERT_TRUE(Parse({"--optimizer", "sgd"}, &sgd).ok());
-  EXPECT_DOUBLE_EQ(sgd.EffectiveLearningRate(), 1e-2);
+  EXPECT_DOUBLE_EQ(TrainerOptionsFrom(sgd).optimizer.EffectiveLearningRate(), 1e-2);
   WorkerOptions given;
   ASSERT_TRUE(Parse({"--lr", "0.05"}, &given).ok());
-  EXPECT_DOUBLE_EQ(given.EffectiveLearningRate(), 0.05);
+  EXPECT_DOUBLE_EQ(TrainerOptionsFrom(given).optimizer.EffectiveLearningRate(), 0.05);
 }
 
 // A script's defaults followed by the user's own (scripts/run-demo.sh
@@ -47,7 +49,7 @@ TEST(WorkerOptionsTest, AFlagGivenTwiceTakesItsLastValue) {
   EXPECT_EQ(o.epochs, 3);
   EXPECT_EQ(o.model, "mlp");
   EXPECT_TRUE(o.model_given);
-  EXPECT_DOUBLE_EQ(o.EffectiveLearningRate(), 0.01);
+  EXPECT_DOUBLE_EQ(TrainerOptionsFrom(o).optimizer.EffectiveLearningRate(), 0.01);
   EXPECT_TRUE(o.validate);
 }
 

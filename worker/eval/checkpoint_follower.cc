@@ -12,7 +12,7 @@
 
 namespace mirrored {
 
-CheckpointFollower::CheckpointFollower(FileEnv* env, const WorkerOptions& options, EvaluatorProgress progress,
+CheckpointFollower::CheckpointFollower(FileEnv* env, const EvaluatorOptions& options, EvaluatorProgress progress,
                                        TestSetEvaluator& evaluator, EvaluationLog& log, JobEndWatch watch)
     : env_(env),
       options_(options),
@@ -29,10 +29,10 @@ CheckpointFollower::CheckpointFollower(FileEnv* env, const WorkerOptions& option
 }
 
 StatusOr<EvaluationSummary> CheckpointFollower::Run() {
-  const auto poll = std::chrono::milliseconds(static_cast<int64_t>(options_.poll_interval_sec * 1000));
-  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.eval_timeout_sec * 1000));
+  const auto poll = std::chrono::duration_cast<std::chrono::milliseconds>(options_.poll_interval);
+  const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(options_.eval_timeout);
   MIRRORED_LOG(INFO) << "evaluator following " << options_.run_dir << "/checkpoints every "
-                     << options_.poll_interval_sec << " s";
+                     << options_.poll_interval.count() << " s";
   bool looked_again_at_the_end = false;
   bool looked_again_at_timeout = false;  // reset by each evaluation
   while (true) {
@@ -66,7 +66,7 @@ StatusOr<EvaluationSummary> CheckpointFollower::Run() {
         looked_again_at_the_end = true;
         MIRRORED_LOG(INFO) << "the job's last checkpoint ckpt-" << end.final_step << " is reached; looking at ckpt-"
                            << tentative.front() << (tentative.size() > 1 ? " and others" : "")
-                           << ", skipped once, again in " << options_.poll_interval_sec << " s before stopping";
+                           << ", skipped once, again in " << options_.poll_interval.count() << " s before stopping";
         if (std::optional<int> sig = StopSignal::WaitFor(poll)) return StoppedBySignal(*sig);
         continue;
       }
@@ -82,14 +82,14 @@ StatusOr<EvaluationSummary> CheckpointFollower::Run() {
       if (const std::vector<int64_t> tentative = skipped_.Tentative();
           !tentative.empty() && !looked_again_at_timeout) {
         looked_again_at_timeout = true;
-        MIRRORED_LOG(INFO) << "no new checkpoint evaluated for " << options_.eval_timeout_sec
+        MIRRORED_LOG(INFO) << "no new checkpoint evaluated for " << options_.eval_timeout.count()
                            << " s (--eval-timeout); looking at ckpt-" << tentative.front()
                            << (tentative.size() > 1 ? " and others" : "") << ", skipped once, again in "
-                           << options_.poll_interval_sec << " s before stopping";
+                           << options_.poll_interval.count() << " s before stopping";
         if (std::optional<int> sig = StopSignal::WaitFor(poll)) return StoppedBySignal(*sig);
         continue;
       }
-      MIRRORED_LOG(WARNING) << "no new checkpoint for " << options_.eval_timeout_sec
+      MIRRORED_LOG(WARNING) << "no new checkpoint for " << options_.eval_timeout.count()
                             << " s (--eval-timeout): stopping after " << summary_.evaluations << " evaluation(s)";
       return Finish("--eval-timeout");
     }

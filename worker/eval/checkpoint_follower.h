@@ -29,10 +29,10 @@
 #include "common/status.h"
 #include "worker/eval/evaluation_log.h"
 #include "worker/eval/evaluation_summary.h"
+#include "worker/eval/evaluator_options.h"
 #include "worker/eval/job_end_watch.h"
 #include "worker/eval/skipped_checkpoints.h"
 #include "worker/eval/test_set_evaluator.h"
-#include "worker/worker_options.h"
 
 namespace mirrored {
 
@@ -46,7 +46,7 @@ struct EvaluatorProgress {
 class CheckpointFollower {
  public:
   // None is owned; all must outlive the follower.
-  CheckpointFollower(FileEnv* env, const WorkerOptions& options, EvaluatorProgress progress,
+  CheckpointFollower(FileEnv* env, const EvaluatorOptions& options, EvaluatorProgress progress,
                      TestSetEvaluator& evaluator, EvaluationLog& log, JobEndWatch watch);
 
   // Follows the run until one of the ends above. Errors: DataLoss when the
@@ -89,7 +89,7 @@ class CheckpointFollower {
   EvaluationSummary StoppedBySignal(int sig);
 
   FileEnv* const env_;
-  const WorkerOptions& options_;
+  const EvaluatorOptions& options_;
   TestSetEvaluator& evaluator_;
   EvaluationLog& log_;
   JobEndWatch watch_;

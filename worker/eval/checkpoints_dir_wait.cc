@@ -60,11 +60,11 @@ int StatErrno(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? 0 : errno;
 }
 
-StatusOr<std::optional<EvaluationSummary>> WaitForCheckpointsDir(const WorkerOptions& options,
+StatusOr<std::optional<EvaluationSummary>> WaitForCheckpointsDir(const EvaluatorOptions& options,
                                                                  const PathErrno& stat_errno) {
   using Clock = std::chrono::steady_clock;
-  const auto poll = std::chrono::milliseconds(static_cast<int64_t>(options.poll_interval_sec * 1000));
-  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options.eval_timeout_sec * 1000));
+  const auto poll = std::chrono::duration_cast<std::chrono::milliseconds>(options.poll_interval);
+  const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(options.eval_timeout);
   MIRRORED_ASSIGN_OR_RETURN(bool there, CheckpointsDirThere(options.run_dir, stat_errno));
   if (there) return std::optional<EvaluationSummary>();
   const std::string checkpoints = CheckpointsDir(options.run_dir);
@@ -81,7 +81,7 @@ StatusOr<std::optional<EvaluationSummary>> WaitForCheckpointsDir(const WorkerOpt
   bool said_failing = false;
   while (true) {
     if (timeout.count() > 0 && Clock::now() - since >= timeout) {
-      MIRRORED_LOG(WARNING) << "no " << checkpoints << " after " << options.eval_timeout_sec
+      MIRRORED_LOG(WARNING) << "no " << checkpoints << " after " << options.eval_timeout.count()
                             << " s (--eval-timeout): stopping";
       return std::optional<EvaluationSummary>(EvaluationSummary{});
     }
@@ -98,7 +98,7 @@ StatusOr<std::optional<EvaluationSummary>> WaitForCheckpointsDir(const WorkerOpt
     if (!now.ok() && now.status().code() == StatusCode::kInvalidArgument) return now.status();
     if (!now.ok()) {
       if (!said_failing) {
-        MIRRORED_LOG(WARNING) << now.status().message() << ": looking again every " << options.poll_interval_sec
+        MIRRORED_LOG(WARNING) << now.status().message() << ": looking again every " << options.poll_interval.count()
                               << " s";
         said_failing = true;
       }

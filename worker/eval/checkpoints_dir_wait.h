@@ -13,7 +13,7 @@
 
 #include "common/status.h"
 #include "worker/eval/evaluation_summary.h"
-#include "worker/worker_options.h"
+#include "worker/eval/evaluator_options.h"
 
 namespace mirrored {
 
@@ -30,7 +30,7 @@ using PathErrno = std::function<int(const std::string& path)>;
 // while waited for); Unavailable for an I/O error at the first look only
 // (one while waiting is warned about once, and the wait goes on: a network
 // file system's passing error).
-StatusOr<std::optional<EvaluationSummary>> WaitForCheckpointsDir(const WorkerOptions& options,
+StatusOr<std::optional<EvaluationSummary>> WaitForCheckpointsDir(const EvaluatorOptions& options,
                                                                  const PathErrno& stat_errno = StatErrno);
 
 }  // namespace mirrored

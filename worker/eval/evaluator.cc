@@ -20,7 +20,7 @@
 
 namespace mirrored {
 
-StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
+StatusOr<EvaluationSummary> RunEvaluator(const EvaluatorOptions& options) {
   if (options.run_dir.empty()) return InvalidArgumentError("the evaluator needs --run-dir (the job's run directory)");
   FileEnv* env = FileEnv::Default();
   // The training-done record as this evaluator starts, read before anything
@@ -44,7 +44,7 @@ StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options) {
     return s;
   };
   // The test split is all it evaluates on.
-  auto data = data::TrainingData::LoadTest(options.data_dir, options.data_options());
+  auto data = data::TrainingData::LoadTest(options.data_dir, options.data_options);
   if (!data.ok()) return setup_failed(data.status());
   auto log = EvaluationLog::Open(options.run_dir);
   if (!log.ok()) return setup_failed(log.status());

@@ -33,12 +33,12 @@
 
 #include "common/status.h"
 #include "worker/eval/evaluation_summary.h"
-#include "worker/worker_options.h"
+#include "worker/eval/evaluator_options.h"
 
 namespace mirrored {
 
 // Errors: the data set's (exit 2), InvalidArgument when --run-dir is empty,
 // Internal for log files that cannot be written.
-StatusOr<EvaluationSummary> RunEvaluator(const WorkerOptions& options);
+StatusOr<EvaluationSummary> RunEvaluator(const EvaluatorOptions& options);
 
 }  // namespace mirrored

@@ -44,7 +44,7 @@ TestSetEvaluator::Result EvaluateOn(model::Model& model, const data::Dataset& te
 
 }  // namespace
 
-StatusOr<std::unique_ptr<TestSetEvaluator>> TestSetEvaluator::Create(const WorkerOptions& options,
+StatusOr<std::unique_ptr<TestSetEvaluator>> TestSetEvaluator::Create(const EvaluatorOptions& options,
                                                                      data::TrainingData data) {
   // --device: the evaluator runs one model copy, on the first visible GPU
   // (auto, when there is one; a local job's launcher hides the workers'
@@ -85,9 +85,9 @@ StatusOr<std::unique_ptr<model::Backend>> TestSetEvaluator::MakeBackend() const 
 StatusOr<TestSetEvaluator::Result> TestSetEvaluator::Evaluate(const LoadedCheckpoint& checkpoint) {
   const CheckpointState& st = checkpoint.info.state;
   try {  // the GPU backend's kernels throw CudaError
-    if (model_given_ && st.model != model_option_ && !said_model_) {
+    if (model_option_ && st.model != *model_option_ && !said_model_) {
       said_model_ = true;
-      MIRRORED_LOG(WARNING) << "--model " << model_option_ << " ignored: ckpt-" << checkpoint.info.step
+      MIRRORED_LOG(WARNING) << "--model " << *model_option_ << " ignored: ckpt-" << checkpoint.info.step
                             << " holds model " << st.model << " (its state.json), which is what is evaluated";
     }
     const data::ImageSetShape& s = data_.shape();

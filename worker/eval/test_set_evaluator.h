@@ -10,13 +10,14 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "common/run_dir/checkpoint_reader.h"
 #include "common/status.h"
 #include "worker/data/training_data.h"
+#include "worker/eval/evaluator_options.h"
 #include "worker/model/model.h"
-#include "worker/worker_options.h"
 
 namespace mirrored {
 
@@ -29,7 +30,7 @@ class TestSetEvaluator {
   // Picks the device and binds this thread to it (a GPU). `data` is the
   // data set whose test split is evaluated. Errors: --device's (none of the
   // kind asked for), Internal when the GPU cannot be bound.
-  static StatusOr<std::unique_ptr<TestSetEvaluator>> Create(const WorkerOptions& options, data::TrainingData data);
+  static StatusOr<std::unique_ptr<TestSetEvaluator>> Create(const EvaluatorOptions& options, data::TrainingData data);
 
   // Restores `checkpoint`'s weights into a model of the kind its state.json
   // names, or the Keras model it records (made anew when that changes; an
@@ -41,19 +42,14 @@ class TestSetEvaluator {
   StatusOr<Result> Evaluate(const LoadedCheckpoint& checkpoint);
 
  private:
-  TestSetEvaluator(const WorkerOptions& options, data::TrainingData data, int gpu)
-      : model_given_(options.model_given),
-        model_option_(options.model),
-        data_dir_(options.data_dir),
-        data_(std::move(data)),
-        gpu_(gpu) {}
+  TestSetEvaluator(const EvaluatorOptions& options, data::TrainingData data, int gpu)
+      : model_option_(options.model), data_dir_(options.data_dir), data_(std::move(data)), gpu_(gpu) {}
   StatusOr<std::unique_ptr<model::Backend>> MakeBackend() const;
   // InvalidArgument when the checkpoint's --loss is not the one --data was
   // read for (float targets or class labels).
   Status CheckLoss(const LoadedCheckpoint& checkpoint) const;
 
-  const bool model_given_;  // --model given explicitly: checked against each checkpoint's
-  const std::string model_option_;
+  const std::optional<std::string> model_option_;  // --model given explicitly: checked against each checkpoint's
   const std::string data_dir_;  // --data, for messages
   data::TrainingData data_;
   const int gpu_;  // -1: the CPU

@@ -11,7 +11,7 @@ constexpr char kDivergedPrefix[] = "training diverged: ";
 }  // namespace
 
 Status DivergedError(std::optional<float> mean_loss, int64_t first, int64_t last, int64_t epoch,
-                     int64_t last_checkpoint, bool chief, const WorkerOptions& options) {
+                     int64_t last_checkpoint, bool chief, const TrainerOptions& options) {
   std::ostringstream m;
   m << kDivergedPrefix;
   if (!mean_loss) {
@@ -24,14 +24,14 @@ Status DivergedError(std::optional<float> mean_loss, int64_t first, int64_t last
   m << " (epoch " << epoch + 1 << "); stopped before checkpointing them. ";
   if (!chief) {
     m << "The chief's log names its latest checkpoint, from before, if it wrote one (run again to resume from it).";
-  } else if (options.run_dir.empty()) {
+  } else if (options.checkpoints.run_dir.empty()) {
     m << "Nothing is saved (no --run-dir).";
   } else if (last_checkpoint < 0) {
     m << "No checkpoint was written yet.";
   } else {
     m << "The latest checkpoint, ckpt-" << last_checkpoint << ", is from before; run again to resume from it.";
   }
-  m << " Try a lower --lr (now " << options.EffectiveLearningRate() << ", " << options.optimizer << ").";
+  m << " Try a lower --lr (now " << options.optimizer.EffectiveLearningRate() << ", " << options.optimizer.name << ").";
   // A configuration error (exit 2): a restart with the same flags replays
   // the same steps bit for bit, so the launcher must not retry it.
   return InvalidArgumentError(m.str());

@@ -13,7 +13,7 @@
 #include <optional>
 
 #include "common/status.h"
-#include "worker/worker_options.h"
+#include "worker/train/trainer_options.h"
 
 namespace mirrored {
 
@@ -23,7 +23,7 @@ namespace mirrored {
 // written or resumed from, -1 for none. `chief`: this task is the chief,
 // which knows its checkpoints (the others point to its log).
 Status DivergedError(std::optional<float> mean_loss, int64_t first, int64_t last, int64_t epoch,
-                     int64_t last_checkpoint, bool chief, const WorkerOptions& options);
+                     int64_t last_checkpoint, bool chief, const TrainerOptions& options);
 
 // Whether `s` is DivergedError's. Every task reaches that verdict at the
 // same step (from all-reduced sums or identical weights), so only the

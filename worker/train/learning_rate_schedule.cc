@@ -17,8 +17,8 @@ std::string Number(double x) {
 std::string Steps(int64_t n) { return std::to_string(n) + (n == 1 ? " step" : " steps"); }
 
 // The decay steps the flags give, or their default for this run.
-StatusOr<int64_t> DecayStepsFor(LearningRateDecay decay, const WorkerOptions& o, const RunLength& run) {
-  if (o.lr_decay_steps > 0) return o.lr_decay_steps;
+StatusOr<int64_t> DecayStepsFor(LearningRateDecay decay, const LearningRateScheduleOptions& o, const RunLength& run) {
+  if (o.decay_steps > 0) return o.decay_steps;
   switch (decay) {
     case LearningRateDecay::kConstant:
       return int64_t{1};  // unused
@@ -81,16 +81,17 @@ StatusOr<LearningRateSchedule> LearningRateSchedule::Create(const LearningRateSc
   return LearningRateSchedule(p);
 }
 
-StatusOr<LearningRateSchedule> LearningRateSchedule::ForRun(const WorkerOptions& o, const RunLength& run) {
+StatusOr<LearningRateSchedule> LearningRateSchedule::ForRun(const LearningRateScheduleOptions& o, double lr,
+                                                            const RunLength& run) {
   LearningRateScheduleParams p;
-  MIRRORED_ASSIGN_OR_RETURN(p.decay, ParseLearningRateDecay(o.lr_schedule));
-  p.peak = o.EffectiveLearningRate() * (o.scale_lr_by_replicas ? run.replicas : 1);
+  MIRRORED_ASSIGN_OR_RETURN(p.decay, ParseLearningRateDecay(o.kind));
+  p.peak = lr * (o.scale_by_replicas ? run.replicas : 1);
   p.warmup_steps = o.warmup_steps;
   MIRRORED_ASSIGN_OR_RETURN(p.decay_steps, DecayStepsFor(p.decay, o, run));
   if (p.decay == LearningRateDecay::kStep || p.decay == LearningRateDecay::kExponential) {
-    p.decay_rate = o.EffectiveLrDecayRate();
+    p.decay_rate = o.EffectiveDecayRate();
   }
-  if (p.decay == LearningRateDecay::kCosine) p.alpha = o.lr_alpha;
+  if (p.decay == LearningRateDecay::kCosine) p.alpha = o.alpha;
   return Create(p);
 }
 

@@ -16,7 +16,7 @@
 //
 // with t = step - W, and peak * step / W during the warm-up (step < W).
 //
-//   MIRRORED_ASSIGN_OR_RETURN(LearningRateSchedule s, LearningRateSchedule::ForRun(options, {4, 234, 702}));
+//   MIRRORED_ASSIGN_OR_RETURN(LearningRateSchedule s, LearningRateSchedule::ForRun(options, lr, {4, 234, 702}));
 //   optimizer.set_learning_rate(static_cast<float>(s.At(step)));   // before the update after `step` ones
 #pragma once
 
@@ -24,7 +24,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "worker/worker_options.h"
+#include "worker/train/learning_rate_schedule_options.h"
 
 namespace mirrored {
 
@@ -52,11 +52,13 @@ class LearningRateSchedule {
   // warm-up, decay steps below 1, a decay rate that is not positive, or an
   // alpha outside [0, 1].
   static StatusOr<LearningRateSchedule> Create(const LearningRateScheduleParams& params);
-  // From the flags (--lr-schedule, --lr, --warmup-steps, --lr-decay-steps,
-  // --lr-decay-rate, --lr-alpha, --scale-lr-by-replicas), their defaults
-  // taken from `run`. InvalidArgument naming the flag: cosine with no step
-  // left to decay over after the warm-up.
-  static StatusOr<LearningRateSchedule> ForRun(const WorkerOptions& options, const RunLength& run);
+  // From the flags (--lr-schedule, --warmup-steps, --lr-decay-steps,
+  // --lr-decay-rate, --lr-alpha, --scale-lr-by-replicas) and the learning
+  // rate `lr` (--lr or the optimizer's default), their defaults taken from
+  // `run`. InvalidArgument naming the flag: cosine with no step left to
+  // decay over after the warm-up.
+  static StatusOr<LearningRateSchedule> ForRun(const LearningRateScheduleOptions& options, double lr,
+                                               const RunLength& run);
 
   // The rate of the update that follows `step` updates (Keras evaluates its
   // schedule at optimizer.iterations, before the increment): step 0's

@@ -55,14 +55,15 @@ Status ReplicaTrainer::SetUp() {
   // fp16: the loss is scaled up for the backward pass and the gradients
   // down before the update (a checkpoint's scale carries on).
   if (model::NeedsLossScaling(trainer_.precision_)) {
-    loss_scale_.emplace(static_cast<float>(options_.initial_loss_scale));
+    loss_scale_.emplace(static_cast<float>(options_.model.initial_loss_scale));
     if (start_.loss_scale > 0) loss_scale_->Restore(start_.loss_scale, start_.loss_scale_good_steps);
   }
   MIRRORED_RETURN_IF_ERROR(CreateBucketer());
   prefetcher_ = std::make_unique<data::BatchPrefetcher>(
       &trainer_.data_.train(), *trainer_.sampler_, static_cast<uint32_t>(replica_.global_rank()),
-      static_cast<uint32_t>(trainer_.world_), start_.position, static_cast<uint64_t>(options_.epochs));
-  weights_.assign(static_cast<size_t>(options_.batch_per_replica), 1.0f / static_cast<float>(trainer_.global_batch_));
+      static_cast<uint32_t>(trainer_.world_), start_.position, static_cast<uint64_t>(options_.steps.epochs));
+  weights_.assign(static_cast<size_t>(options_.steps.batch_per_replica),
+                  1.0f / static_cast<float>(trainer_.global_batch_));
   totals_.window_start = Clock::now();
   step_ = start_.step;
   position_ = start_.position;
@@ -82,8 +83,9 @@ Status ReplicaTrainer::CreateModel() {
   MIRRORED_ASSIGN_OR_RETURN(model_, trainer_.model_.Create(std::move(backend), options_.seed, trainer_.input_shape(),
                                                             trainer_.data_.shape().classes));
   model_->set_loss(trainer_.loss_);
-  MIRRORED_ASSIGN_OR_RETURN(optimizer_, model::Optimizer::Create(options_.optimizer,
-                                                                 static_cast<float>(options_.EffectiveLearningRate())));
+  MIRRORED_ASSIGN_OR_RETURN(optimizer_,
+                            model::Optimizer::Create(options_.optimizer.name,
+                                                     static_cast<float>(options_.optimizer.EffectiveLearningRate())));
   optimizer_->Bind(&model_->store(), &model_->backend());
   return OkStatus();
 }
@@ -92,7 +94,7 @@ Status ReplicaTrainer::CreateBucketer() {
   auto& store = model_->store();
   std::vector<BucketSpan> spans;
   for (const auto& t : store.trainable()) spans.push_back({t.offset, t.size});
-  const size_t bucket_bytes = static_cast<size_t>(options_.bucket_mb * kMiB);
+  const size_t bucket_bytes = static_cast<size_t>(options_.communication.bucket_mb * kMiB);
   GradientBucketerOptions bucket_options{.bucket_bytes = bucket_bytes,
                                          .first_bucket_bytes = std::min<size_t>(kMiB, bucket_bytes),
                                          .timeout = trainer_.collective_timeout_};
@@ -105,7 +107,7 @@ Status ReplicaTrainer::CreateBucketer() {
     MIRRORED_ASSIGN_OR_RETURN(fence_, MakeCudaEventFence(model_->backend(), comm, buckets));
     bucket_options.fence = fence_.get();
   }
-  if (options_.accumulate_steps > 1) {
+  if (options_.steps.accumulate_steps > 1) {
     accumulator_ =
         std::make_unique<GradientAccumulator>(model_->backend(), store.grads_data(), store.params_size(), spans);
   }
@@ -143,9 +145,9 @@ void ReplicaTrainer::SayNothingToTrain() {
         position_.step == 0 ? "the end of epoch " + std::to_string(position_.epoch)
                             : "batch " + std::to_string(position_.step) + " of epoch " + std::to_string(position_.epoch + 1);
     const std::string why =
-        position_.epoch >= static_cast<uint64_t>(options_.epochs) || options_.max_steps <= 0
-            ? "--epochs " + std::to_string(options_.epochs) + " ends there: give a larger --epochs"
-            : "--max-steps " + std::to_string(options_.max_steps) + " ends " +
+        position_.epoch >= static_cast<uint64_t>(options_.steps.epochs) || options_.steps.max_steps <= 0
+            ? "--epochs " + std::to_string(options_.steps.epochs) + " ends there: give a larger --epochs"
+            : "--max-steps " + std::to_string(options_.steps.max_steps) + " ends " +
                   (step_ == total_steps ? std::string("there") : "at step " + std::to_string(total_steps)) +
                   ": give a larger --max-steps";
     MIRRORED_LOG(WARNING) << "nothing to train: the run directory's latest checkpoint is at step " << step_ << ", "
@@ -155,7 +157,7 @@ void ReplicaTrainer::SayNothingToTrain() {
 }
 
 bool ReplicaTrainer::MoreToTrain() const {
-  return step_ < trainer_.total_steps_ && position_.epoch < static_cast<uint64_t>(options_.epochs);
+  return step_ < trainer_.total_steps_ && position_.epoch < static_cast<uint64_t>(options_.steps.epochs);
 }
 
 StatusOr<bool> ReplicaTrainer::Step() {
@@ -163,7 +165,7 @@ StatusOr<bool> ReplicaTrainer::Step() {
   MIRRORED_RETURN_IF_ERROR(TrainOn(batch));
   StepMarks at = MarksAfter(batch);
   if (IsSyncPoint(at)) MIRRORED_RETURN_IF_ERROR(SyncPoint(at));
-  if (step_ % options_.log_every == 0 || at.epoch_end || at.last || at.preempted) {
+  if (step_ % options_.steps.log_every == 0 || at.epoch_end || at.last || at.preempted) {
     MIRRORED_RETURN_IF_ERROR(ReportProgress(at));
   }
   MIRRORED_RETURN_IF_ERROR(SettleWeights(at));
@@ -183,7 +185,7 @@ Status ReplicaTrainer::TrainOn(const data::Batch& batch) {
       (loss_scale_ ? loss_scale_->scale() : 1.0f) / static_cast<float>(trainer_.global_batch_);
   if (weights_.front() != example_weight) std::fill(weights_.begin(), weights_.end(), example_weight);
   // This replica's slice holds its K micro-batches one after the other.
-  const auto micro_batches = static_cast<uint32_t>(options_.accumulate_steps);
+  const auto micro_batches = static_cast<uint32_t>(options_.steps.accumulate_steps);
   const uint32_t n = batch.size / micro_batches;
   const size_t example_floats = batch.size == 0 ? 0 : batch.images.size() / batch.size;
   const size_t target_floats = batch.size == 0 ? 0 : batch.targets.size() / batch.size;
@@ -225,7 +227,7 @@ Status ReplicaTrainer::Update(const data::Batch& batch) {
   ++totals_.window_steps;
   ++step_;
   position_ = batch.next;
-  if (options_.verify_replicas) {
+  if (options_.validation.replicas) {
     MIRRORED_ASSIGN_OR_RETURN(bool same, ReplicasIdentical(model_->store().DownloadParams(), replica_.communicator()));
     if (!same) {
       return InternalError("replicas diverged at step " + std::to_string(step_) + ": their weights' fingerprints differ");
@@ -238,16 +240,16 @@ StepMarks ReplicaTrainer::MarksAfter(const data::Batch& batch) const {
   StepMarks at;
   at.epoch = static_cast<int64_t>(batch.position.epoch);
   at.epoch_end = batch.next.epoch != batch.position.epoch;
-  at.last = step_ == trainer_.total_steps_ || position_.epoch >= static_cast<uint64_t>(options_.epochs);
+  at.last = step_ == trainer_.total_steps_ || position_.epoch >= static_cast<uint64_t>(options_.steps.epochs);
   // The same on every task, whether or not it has a --run-dir: the sync
   // points and the BatchNorm reduce are collectives.
-  at.scheduled_checkpoint = options_.checkpoint_every > 0 ? step_ % options_.checkpoint_every == 0 : at.epoch_end;
+  at.scheduled_checkpoint = options_.checkpoints.every > 0 ? step_ % options_.checkpoints.every == 0 : at.epoch_end;
   return at;
 }
 
 bool ReplicaTrainer::IsSyncPoint(const StepMarks& at) const {
   // Every checkpoint step is one, so no checkpoint follows an unchecked loss.
-  const int64_t sync_every = std::min<int64_t>(options_.log_every, kPreemptionCheckSteps);
+  const int64_t sync_every = std::min<int64_t>(options_.steps.log_every, kPreemptionCheckSteps);
   return step_ % sync_every == 0 || at.epoch_end || at.last || at.scheduled_checkpoint;
 }
 
@@ -343,12 +345,12 @@ CheckpointState ReplicaTrainer::StateToSave(bool final) const {
   st.global_batch_size = static_cast<int64_t>(trainer_.global_batch_);
   st.model = trainer_.model_.name();
   st.model_json = trainer_.model_.RecordedJson();
-  if (trainer_.loss_ != model::Loss::kSparseCategoricalCrossentropy) st.loss = options_.loss;
+  if (trainer_.loss_ != model::Loss::kSparseCategoricalCrossentropy) st.loss = options_.model.loss;
   const data::ImageSetShape& data = trainer_.data_.shape();
   st.data_shape = {data.height, data.width, data.channels};
   st.classes = data.classes;
-  st.optimizer = options_.optimizer;
-  st.precision = options_.precision;
+  st.optimizer = options_.optimizer.name;
+  st.precision = options_.model.precision;
   if (loss_scale_) {
     st.loss_scale = loss_scale_->scale();
     st.loss_scale_good_steps = loss_scale_->good_steps();
@@ -361,7 +363,7 @@ CheckpointState ReplicaTrainer::StateToSave(bool final) const {
 
 Status ReplicaTrainer::EndEpoch(const StepMarks& at) {
   double val_loss = -1, val_acc = -1;
-  if (options_.validate) {
+  if (options_.validation.test_set) {
     MIRRORED_RETURN_IF_ERROR(
         ValidateOnTestSet(*model_, trainer_.data_.test(), trainer_.micro_batch_, replica_, &val_loss, &val_acc));
     if (replica_.is_chief()) {
@@ -399,8 +401,9 @@ Status ReplicaTrainer::Finish() {
     // Evaluators beside this job: no checkpoint follows this one.
     if (!stopped_early_ && last_checkpoint_ >= 0) {
       MIRRORED_RETURN_IF_ERROR(
-          WhileRunning(TrainingDone::Write(FileEnv::Default(), options_.run_dir, last_checkpoint_)));
-      MIRRORED_RETURN_IF_ERROR(WhileRunning(ExportFinalWeights(trainer_.model_, *model_, options_.run_dir)));
+          WhileRunning(TrainingDone::Write(FileEnv::Default(), options_.checkpoints.run_dir, last_checkpoint_)));
+      MIRRORED_RETURN_IF_ERROR(
+          WhileRunning(ExportFinalWeights(trainer_.model_, *model_, options_.checkpoints.run_dir)));
     }
   }
   // Prove the replicas ended identical: max and min of a fingerprint agree.

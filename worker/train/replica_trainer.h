@@ -122,7 +122,7 @@ class ReplicaTrainer {
   Status Finish();
 
   Trainer& trainer_;
-  const WorkerOptions& options_;
+  const TrainerOptions& options_;
   ReplicaContext& replica_;
 
   // Destroyed in reverse: the prefetcher's and bucketer's threads stop

@@ -32,18 +32,19 @@ std::string KerasModelDigest(const model::ModelChoice& model) {
 
 }  // namespace
 
-StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy) {
-  MIRRORED_ASSIGN_OR_RETURN(data::TrainingData data,
-                            data::TrainingData::Load(options.data_dir, options.validate, options.data_options()));
+StatusOr<TrainSummary> Train(const TrainerOptions& options, MirroredStrategy& strategy) {
+  MIRRORED_ASSIGN_OR_RETURN(
+      data::TrainingData data,
+      data::TrainingData::Load(options.data.dir, options.validation.test_set, options.data_options()));
   return Train(options, strategy, data);
 }
 
-StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy,
+StatusOr<TrainSummary> Train(const TrainerOptions& options, MirroredStrategy& strategy,
                              const data::TrainingData& data) {
   return Trainer(options, strategy, data).Run();
 }
 
-Trainer::Trainer(const WorkerOptions& options, MirroredStrategy& strategy, const data::TrainingData& data)
+Trainer::Trainer(const TrainerOptions& options, MirroredStrategy& strategy, const data::TrainingData& data)
     : options_(options), strategy_(strategy), data_(data) {}
 
 StatusOr<TrainSummary> Trainer::Run() {
@@ -62,51 +63,55 @@ Status Trainer::Plan() {
   // A task started with another model, batch or schedule would send
   // collectives of other sizes at other steps: refuse before the first one.
   // The data's image shape and classes size the model's tensors.
-  MIRRORED_ASSIGN_OR_RETURN(model_, model::ModelChoice::FromFlags(options_.model, options_.model_json));
+  MIRRORED_ASSIGN_OR_RETURN(model_, model::ModelChoice::FromFlags(options_.model.name, options_.model.keras_json));
   auto settings = TrainingSettings(options_, data_.train().size(), data_.test().size());
   settings.emplace_back("images (--data)", data_.shape().ImageString());
   settings.emplace_back("classes (--data)", std::to_string(data_.shape().classes));
-  settings.emplace_back("loss (--loss)", options_.loss);
+  settings.emplace_back("loss (--loss)", options_.model.loss);
   settings.emplace_back("--model-json (its model)", KerasModelDigest(model_));
   MIRRORED_RETURN_IF_ERROR(strategy_.CheckTasksAgree(settings));
   MIRRORED_RETURN_IF_ERROR(model_.CheckInput(input_shape(), data_.shape().classes));
   // Every task has the same device kind and precision: all refuse alike.
-  MIRRORED_ASSIGN_OR_RETURN(precision_, model::ParsePrecision(options_.precision));
-  MIRRORED_ASSIGN_OR_RETURN(loss_, model::ParseLoss(options_.loss));
+  MIRRORED_ASSIGN_OR_RETURN(precision_, model::ParsePrecision(options_.model.precision));
+  MIRRORED_ASSIGN_OR_RETURN(loss_, model::ParseLoss(options_.model.loss));
   if (loss_ == model::Loss::kMeanSquaredError) summary_.metric = "mse";
   if (!strategy_.on_gpu()) MIRRORED_RETURN_IF_ERROR(model::CheckCpuPrecision(precision_));
   MIRRORED_RETURN_IF_ERROR(PlanSteps());
   const RunLength run{.replicas = world_, .steps_per_epoch = steps_per_epoch_, .total_steps = total_steps_};
-  MIRRORED_ASSIGN_OR_RETURN(LearningRateSchedule schedule, LearningRateSchedule::ForRun(options_, run));
+  MIRRORED_ASSIGN_OR_RETURN(
+      LearningRateSchedule schedule,
+      LearningRateSchedule::ForRun(options_.schedule, options_.optimizer.EffectiveLearningRate(), run));
   schedule_.emplace(schedule);
-  checkpoints_ = !options_.run_dir.empty();
+  checkpoints_ = !options_.checkpoints.run_dir.empty();
   tasks_ = strategy_.training_tasks();
   task_key_ = static_cast<float>(std::find(tasks_.begin(), tasks_.end(), strategy_.task_name()) - tasks_.begin() + 1);
-  collective_timeout_ = MillisecondsOf(options_.collective_timeout_sec);
+  collective_timeout_ = options_.communication.collective_timeout;
   return OkStatus();
 }
 
 Status Trainer::PlanSteps() {
   world_ = strategy_.num_replicas_in_sync();
-  micro_batch_ = static_cast<uint64_t>(options_.batch_per_replica) * static_cast<uint64_t>(world_);
-  global_batch_ = micro_batch_ * static_cast<uint64_t>(options_.accumulate_steps);
+  micro_batch_ = static_cast<uint64_t>(options_.steps.batch_per_replica) * static_cast<uint64_t>(world_);
+  global_batch_ = micro_batch_ * static_cast<uint64_t>(options_.steps.accumulate_steps);
   sampler_.emplace(data_.train().size(), global_batch_, options_.seed, /*drop_remainder=*/true);
   steps_per_epoch_ = static_cast<int64_t>(sampler_->steps_per_epoch());
   if (steps_per_epoch_ == 0) {
     return InvalidArgumentError(
         "global batch " + std::to_string(global_batch_) + " (--batch-per-replica " +
-        std::to_string(options_.batch_per_replica) + " x " + std::to_string(world_) + " replicas" +
-        (options_.accumulate_steps > 1 ? " x --accumulate-steps " + std::to_string(options_.accumulate_steps) : "") +
+        std::to_string(options_.steps.batch_per_replica) + " x " + std::to_string(world_) + " replicas" +
+        (options_.steps.accumulate_steps > 1
+             ? " x --accumulate-steps " + std::to_string(options_.steps.accumulate_steps)
+             : "") +
         ") is larger than the training set (" + std::to_string(data_.train().size()) + " examples)");
   }
-  total_steps_ = steps_per_epoch_ * options_.epochs;
-  if (options_.max_steps > 0) total_steps_ = std::min(total_steps_, options_.max_steps);
+  total_steps_ = steps_per_epoch_ * options_.steps.epochs;
+  if (options_.steps.max_steps > 0) total_steps_ = std::min(total_steps_, options_.steps.max_steps);
   return OkStatus();
 }
 
 Status Trainer::PrepareRunDir() {
   if (checkpoints_) MIRRORED_RETURN_IF_ERROR(ClaimRunDir());
-  MIRRORED_RETURN_IF_ERROR(log_.Open(options_.run_dir));
+  MIRRORED_RETURN_IF_ERROR(log_.Open(options_.checkpoints.run_dir));
   if (loss_ == model::Loss::kMeanSquaredError) log_.set_metric("mse");
   if (checkpoints_) {
     MIRRORED_RETURN_IF_ERROR(FindResumePoint());
@@ -122,17 +127,18 @@ Status Trainer::ClaimRunDir() {
   // checkpoint.
   // The other tasks wait for the chief in the first broadcast: give up
   // (exit 2, which they then report) well before their collective timeout.
-  const double lock_wait_sec = std::min(options_.registration_timeout_sec, options_.collective_timeout_sec / 2);
-  MIRRORED_ASSIGN_OR_RETURN(RunDirLock lock, RunDirLock::Acquire(options_.run_dir, MillisecondsOf(lock_wait_sec)));
+  const TrainerOptions::Communication& c = options_.communication;
+  const std::chrono::milliseconds lock_wait = std::min(c.registration_timeout, c.collective_timeout / 2);
+  MIRRORED_ASSIGN_OR_RETURN(RunDirLock lock, RunDirLock::Acquire(options_.checkpoints.run_dir, lock_wait));
   run_dir_lock_.emplace(std::move(lock));
   // This job is training: an earlier run's "done" no longer holds (it is
   // written again when this one ends normally).
-  return TrainingDone::Remove(FileEnv::Default(), options_.run_dir);
+  return TrainingDone::Remove(FileEnv::Default(), options_.checkpoints.run_dir);
 }
 
 Status Trainer::FindResumePoint() {
-  CheckpointReader reader(FileEnv::Default(), options_.run_dir);
-  auto latest = reader.LoadLatest(/*start_over_if_all_damaged=*/options_.restart_from_scratch);
+  CheckpointReader reader(FileEnv::Default(), options_.checkpoints.run_dir);
+  auto latest = reader.LoadLatest(/*start_over_if_all_damaged=*/options_.checkpoints.restart_from_scratch);
   if (!latest.ok()) return latest.status().code() == StatusCode::kNotFound ? OkStatus() : latest.status();
   MIRRORED_RETURN_IF_ERROR(CheckResumable(latest->info));
   MIRRORED_RETURN_IF_ERROR(CheckFitsData(*latest));
@@ -150,21 +156,23 @@ Status Trainer::FindResumePoint() {
 Status Trainer::CheckResumable(const CheckpointInfo& latest) const {
   const CheckpointState& st = latest.state;
   if (st.model != model_.name() || st.model_json != model_.RecordedJson()) {
-    const std::string given = model_.is_keras() ? "--model-json " + options_.model_json + " (" + model_.name() + ")"
-                                                : "--model " + model_.name();
+    const std::string given = model_.is_keras()
+                                  ? "--model-json " + options_.model.keras_json + " (" + model_.name() + ")"
+                                  : "--model " + model_.name();
     return InvalidArgumentError(given + " does not match the run directory's checkpoint " + latest.dir + " (model " +
                                 st.model + (st.model == model_.name() ? ", other layers" : "") +
                                 "): use another --run-dir");
   }
   const std::string trained_loss = st.loss.empty() ? "sparse_categorical_crossentropy" : st.loss;
-  if (trained_loss != options_.loss) {
-    return InvalidArgumentError("--loss " + options_.loss + " does not match the run directory's checkpoint " +
+  if (trained_loss != options_.model.loss) {
+    return InvalidArgumentError("--loss " + options_.model.loss + " does not match the run directory's checkpoint " +
                                 latest.dir + " (loss " + trained_loss + "): use another --run-dir");
   }
-  if (!st.optimizer.empty() && st.optimizer != options_.optimizer) {
-    return InvalidArgumentError("--optimizer " + options_.optimizer + " does not match the run directory's checkpoint " +
-                                latest.dir + " (optimizer " + st.optimizer + ", whose slots it holds): use --optimizer " +
-                                st.optimizer + " to resume it, or another --run-dir");
+  if (!st.optimizer.empty() && st.optimizer != options_.optimizer.name) {
+    return InvalidArgumentError("--optimizer " + options_.optimizer.name +
+                                " does not match the run directory's checkpoint " + latest.dir + " (optimizer " +
+                                st.optimizer + ", whose slots it holds): use --optimizer " + st.optimizer +
+                                " to resume it, or another --run-dir");
   }
   if (st.data_seed != static_cast<int64_t>(options_.seed)) {
     MIRRORED_LOG(WARNING) << "--seed " << options_.seed << " differs from the checkpoint's (" << st.data_seed << ", "
@@ -187,7 +195,7 @@ Status Trainer::CheckFitsData(const LoadedCheckpoint& latest) const {
   for (const auto& t : model->store().trainable()) {
     const auto* there = latest.model.Find(t.name);
     if (there == nullptr || there->shape == t.shape) continue;  // a missing tensor: the restore names it
-    return InvalidArgumentError("--data " + options_.data_dir + " gives " + data_.shape().ImageString() +
+    return InvalidArgumentError("--data " + options_.data.dir + " gives " + data_.shape().ImageString() +
                                 " images in " + std::to_string(data_.shape().classes) + " classes, but " +
                                 latest.info.dir + " was trained on other data (tensor " + t.name + " is " +
                                 dims(there->shape) + " there, " + dims(t.shape) +
@@ -196,7 +204,7 @@ Status Trainer::CheckFitsData(const LoadedCheckpoint& latest) const {
   // Shapes the tensors do not show (a model that pools over the image):
   // the state's record of the data.
   const data::ImageSetShape& s = data_.shape();
-  return CheckpointFitsData(latest.info, {s.height, s.width, s.channels}, s.classes, "--data " + options_.data_dir);
+  return CheckpointFitsData(latest.info, {s.height, s.width, s.channels}, s.classes, "--data " + options_.data.dir);
 }
 
 Status Trainer::RecordStart() {
@@ -204,35 +212,35 @@ Status Trainer::RecordStart() {
   MIRRORED_RETURN_IF_ERROR(log_.Starting(start_step, resume_ ? resume_->info.dir : ""));
   // Where this run starts, for the evaluator (training_start.h): what an
   // earlier run recorded past it is gone with its checkpoints.
-  StatusOr<std::string> start_run = TrainingStart::Write(FileEnv::Default(), options_.run_dir, start_step);
+  StatusOr<std::string> start_run = TrainingStart::Write(FileEnv::Default(), options_.checkpoints.run_dir, start_step);
   if (!start_run.ok()) return WhileRunning(start_run.status());
-  if (resume_ && options_.validate) {
+  if (resume_ && options_.validation.test_set) {
     const CheckpointState& st = resume_->info.state;
     if (st.step_in_epoch == 0 || st.final) {  // a step that was validated, if its run lived long enough
       MIRRORED_ASSIGN_OR_RETURN(bool validated, log_.HasValidation(st.step));
       validate_first_ = !validated;
     }
   }
-  writer_ = std::make_unique<CheckpointWriter>(FileEnv::Default(), options_.run_dir,
-                                               CheckpointWriterOptions{.keep_checkpoints = options_.keep_checkpoints,
-                                                                       .start_run = *start_run,
-                                                                       .start_step = start_step});
+  writer_ = std::make_unique<CheckpointWriter>(
+      FileEnv::Default(), options_.checkpoints.run_dir,
+      CheckpointWriterOptions{
+          .keep_checkpoints = options_.checkpoints.keep, .start_run = *start_run, .start_step = start_step});
   return OkStatus();
 }
 
 void Trainer::LogPlan() const {
-  const std::string micro_batches =
-      options_.accumulate_steps > 1
-          ? " (" + std::to_string(options_.accumulate_steps) + " micro-batches of " + std::to_string(micro_batch_) + ")"
-          : "";
+  const std::string micro_batches = options_.steps.accumulate_steps > 1
+                                        ? " (" + std::to_string(options_.steps.accumulate_steps) +
+                                              " micro-batches of " + std::to_string(micro_batch_) + ")"
+                                        : "";
   MIRRORED_LOG(INFO) << "training " << model_.name() << " on " << strategy_.Describe() << "; global batch "
                      << global_batch_ << micro_batches << ", " << model::PrecisionName(precision_) << ", " << steps_per_epoch_
                      << " step" << (steps_per_epoch_ == 1 ? "" : "s") << " per epoch, " << total_steps_ << " step"
                      << (total_steps_ == 1 ? "" : "s") << " in all";
   LogSchedule();
-  if (options_.max_steps > total_steps_) {
-    MIRRORED_LOG(WARNING) << "--max-steps " << options_.max_steps << " is beyond --epochs " << options_.epochs << " ("
-                          << total_steps_ << " steps at global batch " << global_batch_
+  if (options_.steps.max_steps > total_steps_) {
+    MIRRORED_LOG(WARNING) << "--max-steps " << options_.steps.max_steps << " is beyond --epochs "
+                          << options_.steps.epochs << " (" << total_steps_ << " steps at global batch " << global_batch_
                           << "): training stops at step " << total_steps_ << "; raise --epochs to train longer";
   }
 }
@@ -240,10 +248,11 @@ void Trainer::LogPlan() const {
 void Trainer::LogSchedule() const {
   // The default schedule says nothing new; any other is worth a line.
   const LearningRateScheduleParams& p = schedule_->params();
-  if (p.decay == LearningRateDecay::kConstant && p.warmup_steps == 0 && !options_.scale_lr_by_replicas) return;
+  if (p.decay == LearningRateDecay::kConstant && p.warmup_steps == 0 && !options_.schedule.scale_by_replicas) return;
   std::ostringstream scaled;
-  if (options_.scale_lr_by_replicas) {
-    scaled << " (--lr " << options_.EffectiveLearningRate() << " x " << world_ << " replicas, --scale-lr-by-replicas)";
+  if (options_.schedule.scale_by_replicas) {
+    scaled << " (--lr " << options_.optimizer.EffectiveLearningRate() << " x " << world_
+           << " replicas, --scale-lr-by-replicas)";
   }
   MIRRORED_LOG(INFO) << "learning rate: " << schedule_->Describe() << scaled.str();
   if (p.warmup_steps > total_steps_) {

@@ -35,7 +35,7 @@
 #include "worker/train/chief_log.h"
 #include "worker/strategy/mirrored_strategy.h"
 #include "worker/train/learning_rate_schedule.h"
-#include "worker/worker_options.h"
+#include "worker/train/trainer_options.h"
 
 namespace mirrored {
 
@@ -55,12 +55,11 @@ struct TrainSummary {
   bool nothing_to_train = false;  // resumed at or past the last step --epochs / --max-steps allow
 };
 
-// Trains on `data` (options.data_dir loaded by the caller, e.g. while the
-// strategy was forming, with the test split when options.validate).
-StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy,
-                             const data::TrainingData& data);
-// Loads options.data_dir, then trains.
-StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& strategy);
+// Trains on `data` (options.data.dir loaded by the caller, e.g. while the
+// strategy was forming, with the test split when options.validation.test_set).
+StatusOr<TrainSummary> Train(const TrainerOptions& options, MirroredStrategy& strategy, const data::TrainingData& data);
+// Loads options.data.dir, then trains.
+StatusOr<TrainSummary> Train(const TrainerOptions& options, MirroredStrategy& strategy);
 
 // One task's part of Train: what every replica agrees on (the plan), the
 // chief task's run directory (its lock, the checkpoint it resumes from, the
@@ -72,7 +71,7 @@ StatusOr<TrainSummary> Train(const WorkerOptions& options, MirroredStrategy& str
 //   StatusOr<TrainSummary> r = trainer.Run();
 class Trainer {
  public:
-  Trainer(const WorkerOptions& options, MirroredStrategy& strategy, const data::TrainingData& data);
+  Trainer(const TrainerOptions& options, MirroredStrategy& strategy, const data::TrainingData& data);
 
   // Trains every local replica to the last step (or a SIGTERM). Errors:
   // InvalidArgument (tasks that disagree, a batch larger than the data, a
@@ -116,7 +115,7 @@ class Trainer {
     update(summary_);
   }
 
-  const WorkerOptions& options_;
+  const TrainerOptions& options_;
   MirroredStrategy& strategy_;
   const data::TrainingData& data_;
 

@@ -15,14 +15,14 @@
 #include <utility>
 #include <vector>
 
-#include "worker/worker_options.h"
+#include "worker/train/trainer_options.h"
 
 namespace mirrored {
 
 // Named as the user knows them: the flag ("--lr", with the learning rate it
 // takes effect as), or what --data gave ("training examples (--data)").
 // `test_examples` is compared only with --validate.
-std::vector<std::pair<std::string, std::string>> TrainingSettings(const WorkerOptions& options,
+std::vector<std::pair<std::string, std::string>> TrainingSettings(const TrainerOptions& options,
                                                                   size_t training_examples, size_t test_examples);
 
 }  // namespace mirrored
