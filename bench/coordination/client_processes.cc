@@ -70,7 +70,7 @@ void ConnectSlice(AgentSlice& s, int64_t* accepted_ns, int64_t* registered_ns) {
     o.task_name = TaskName(s.first + i);
     o.job_token = kBenchToken;
     o.service_task = TaskName(0);
-    o.registration_timeout_ms = kAgentTimeout.count();
+    o.registration_timeout = kAgentTimeout;
     o.channel = CoordinationClient::MakeChannel(s.address, /*separate_connection=*/true);
     o.channel->WaitForConnected(std::chrono::system_clock::now() + kAgentTimeout);
     int64_t t = NowNs();

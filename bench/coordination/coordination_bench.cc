@@ -81,7 +81,7 @@ Row RunProcesses(int n, int processes, int barrier_rounds, bool light) {
   const double cpu0 = ProcessCpuMs();
   CoordinationServiceOptions so;
   so.tasks = tasks;
-  so.registration_timeout_ms = kProcessesRegistrationTimeout.count();
+  so.registration_timeout = kProcessesRegistrationTimeout;
   auto service = CoordinationService::Create(so);
   if (!service.ok()) return row.error = service.status().ToString(), row;
   (*service)->StartDeadlineThread();
@@ -140,7 +140,7 @@ Row RunOne(int n, bool separate, int barrier_rounds, int kv_gets) {
   const auto start = Clock::now();
   CoordinationServiceOptions so;
   so.tasks = tasks;
-  so.registration_timeout_ms = kRegistrationTimeout.count();
+  so.registration_timeout = kRegistrationTimeout;
   auto service = CoordinationService::Create(so);
   if (!service.ok()) return row.error = service.status().ToString(), row;
   (*service)->StartDeadlineThread();
@@ -161,7 +161,7 @@ Row RunOne(int n, bool separate, int barrier_rounds, int kv_gets) {
       o.task_name = tasks[i];
       o.job_token = "bench-token";
       o.service_task = tasks[0];
-      o.registration_timeout_ms = kRegistrationTimeout.count();
+      o.registration_timeout = kRegistrationTimeout;
       o.channel = separate ? CoordinationClient::MakeChannel(address, /*separate_connection=*/true)
                            : shared;
       agents[i] = std::make_unique<CoordinationAgent>(o);

@@ -22,7 +22,7 @@ constexpr int kCount = 1000;
 TEST(CoordinationGlooStoreTest, RendezvousThenAllreduceRing) {
   CoordinationServiceOptions so;
   for (int i = 0; i < kTasks; ++i) so.tasks.push_back("worker:" + std::to_string(i));
-  so.heartbeat_timeout_ms = 2000;
+  so.heartbeat_timeout = std::chrono::milliseconds(2000);
   auto service = CoordinationService::Create(so);
   ASSERT_TRUE(service.ok());
   (*service)->StartDeadlineThread();
@@ -34,8 +34,8 @@ TEST(CoordinationGlooStoreTest, RendezvousThenAllreduceRing) {
     o.service_address = (*server)->bound_address();
     o.task_name = "worker:" + std::to_string(task);
     o.job_token = "tok";
-    o.heartbeat_interval_ms = 200;
-    o.heartbeat_timeout_ms = 2000;
+    o.heartbeat_interval = std::chrono::milliseconds(200);
+    o.heartbeat_timeout = std::chrono::milliseconds(2000);
     CoordinationAgent agent(o);
     MIRRORED_RETURN_IF_ERROR(agent.Connect());
     const int rank = static_cast<int>(agent.cluster_view().tasks[agent.task_index()].rank_offset);

@@ -86,7 +86,7 @@ TEST_F(CoordinationGrpcTest, TwoSecondProcessesOfARunningTaskOnTheSameHostAreBot
   StartService(2);
   auto agents = ConnectAll(2);
   CoordinationAgentOptions o = AgentOptions("worker:0");
-  o.registration_timeout_ms = 4000;
+  o.registration_timeout = std::chrono::milliseconds(4000);
   CoordinationAgent second(o), third(o);
   auto second_connected = std::async(std::launch::async, [&] { return second.Connect(); });
   auto third_connected = std::async(std::launch::async, [&] { return third.Connect(); });
@@ -107,7 +107,7 @@ TEST_F(CoordinationGrpcTest, ASecondProcessWhoseRegistrationTimeoutEndsItsWaitIs
   StartService(2);
   auto agents = ConnectAll(2);
   CoordinationAgentOptions o = AgentOptions("worker:0");
-  o.registration_timeout_ms = 500;
+  o.registration_timeout = std::chrono::milliseconds(500);
   CoordinationAgent second(o);
   const Status s = second.Connect();
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
@@ -129,7 +129,7 @@ TEST_F(CoordinationGrpcTest, ASecondProcessWaitingWhenTheJobEndsCleanlyIsToldItH
   StartService(2);
   auto agents = ConnectAll(2);
   CoordinationAgentOptions o = AgentOptions("worker:0");
-  o.registration_timeout_ms = 60000;
+  o.registration_timeout = std::chrono::milliseconds(60000);
   CoordinationAgent second(o);
   auto connected = std::async(std::launch::async, [&] { return second.Connect(); });
   ASSERT_TRUE(WaitFor([&] { return service_->waiting_claims("worker:0") == 1; }, std::chrono::seconds(5)));
@@ -150,7 +150,7 @@ TEST_F(CoordinationGrpcTest, ASecondProcessWaitingWhenTheServiceGoesAwayIsToldTh
   StartService(2);
   auto agents = ConnectAll(2);
   CoordinationAgentOptions o = AgentOptions("worker:0");
-  o.registration_timeout_ms = 60000;
+  o.registration_timeout = std::chrono::milliseconds(60000);
   CoordinationAgent second(o);
   auto connected = std::async(std::launch::async, [&] { return second.Connect(); });
   ASSERT_TRUE(WaitFor([&] { return service_->waiting_claims("worker:0") == 1; }, std::chrono::seconds(5)));
@@ -196,7 +196,7 @@ TEST_F(CoordinationGrpcTest, RestartedTaskGivesUpOnAFailedGenerationAtItsDeadlin
   ASSERT_TRUE(WaitFor([&] { return service_->job_error().has_value(); }, std::chrono::seconds(5)));
   CoordinationAgentOptions o = AgentOptions("worker:0");
   o.restarted = true;
-  o.registration_timeout_ms = 300;
+  o.registration_timeout = std::chrono::milliseconds(300);
   CoordinationAgent restarted(o);
   const Status s = restarted.Connect();
   EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s;
@@ -212,7 +212,7 @@ TEST_F(CoordinationGrpcTest, RestartedTaskStopsWaitingWhenAskedTo) {
   std::atomic<bool> stop{false};
   CoordinationAgentOptions o = AgentOptions("worker:0");
   o.restarted = true;
-  o.registration_timeout_ms = 60000;
+  o.registration_timeout = std::chrono::milliseconds(60000);
   o.stop_waiting = [&] { return stop.load(); };
   CoordinationAgent restarted(o);
   auto connected = std::async(std::launch::async, [&] { return restarted.Connect(); });

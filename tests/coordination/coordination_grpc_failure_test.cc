@@ -57,7 +57,7 @@ TEST_F(CoordinationGrpcTest, ATaskDeclaredFailedSaysItWasThisTask) {
   StartService(2);
   CoordinationAgent chief(AgentOptions("chief:0"));
   CoordinationAgentOptions quiet = AgentOptions("worker:0");
-  quiet.heartbeat_interval_ms = 60000;  // no heartbeat within the service's 1 s
+  quiet.heartbeat_interval = std::chrono::milliseconds(60000);  // no heartbeat within the service's 1 s
   CoordinationAgent worker(quiet);
   auto chief_connected = std::async(std::launch::async, [&] { return chief.Connect(); });
   ASSERT_TRUE(worker.Connect().ok());
@@ -89,7 +89,7 @@ TEST_F(CoordinationGrpcTest, ATaskThatDidNotRunSaysSoWhenItFindsTheServiceGone) 
   for (const std::string& name : TaskNames(2)) {
     CoordinationAgentOptions o = AgentOptions(name);
     if (name == "worker:0") {
-      o.heartbeat_interval_ms = 60000;
+      o.heartbeat_interval = std::chrono::milliseconds(60000);
       o.clock = [&frozen_ms] { return std::chrono::steady_clock::now() + std::chrono::milliseconds(frozen_ms.load()); };
     }
     agents.push_back(std::make_unique<CoordinationAgent>(o));

@@ -103,7 +103,7 @@ TEST_F(CoordinationGrpcTest, RegistrationTimeoutNamesHostsRefusedForTheirToken) 
   auto chief_result = std::async(std::launch::async, [&] { return chief.Connect(); });
   CoordinationAgentOptions other = AgentOptions("worker:0");
   other.job_token = "another-token";
-  other.registration_timeout_ms = 1000;
+  other.registration_timeout = std::chrono::milliseconds(1000);
   Status refused = CoordinationAgent(other).Connect();
   EXPECT_EQ(refused.code(), StatusCode::kUnauthenticated) << refused;
   Status s = chief_result.get();
@@ -142,7 +142,7 @@ TEST_F(CoordinationGrpcTest, ChiefWithTheServicesOwnTimeoutStillNamesTheMissingT
   for (int attempt = 0; attempt < 3; ++attempt) {
     StartService(2, /*registration_timeout_ms=*/400);
     CoordinationAgentOptions o = AgentOptions("chief:0");
-    o.registration_timeout_ms = 400;
+    o.registration_timeout = std::chrono::milliseconds(400);
     CoordinationAgent chief(o);
     Status s = chief.Connect();
     EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);
@@ -176,7 +176,7 @@ TEST_F(CoordinationGrpcTest, AnotherServerAtTheChiefsAddressIsNamedAsNotTheServi
   StartService(1);
   CoordinationAgentOptions o = AgentOptions("chief:0");
   o.service_address = "127.0.0.1:" + std::to_string(port);
-  o.registration_timeout_ms = 3000;
+  o.registration_timeout = std::chrono::milliseconds(3000);
   CoordinationAgent agent(o);
   const Status s = agent.Connect();
   EXPECT_EQ(ExitCodeFor(s), kExitUsage) << s;

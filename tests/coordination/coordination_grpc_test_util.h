@@ -50,10 +50,10 @@ class CoordinationGrpcTest : public ::testing::Test {
                     const std::string& listen_address = "127.0.0.1:0") {
     CoordinationServiceOptions o;
     o.tasks = TaskNames(n);
-    o.heartbeat_timeout_ms = service_heartbeat_timeout_ms_;
-    o.registration_timeout_ms = registration_timeout_ms;
-    o.shutdown_timeout_ms = 5000;
-    o.check_interval_ms = 50;
+    o.heartbeat_timeout = std::chrono::milliseconds(service_heartbeat_timeout_ms_);
+    o.registration_timeout = std::chrono::milliseconds(registration_timeout_ms);
+    o.shutdown_timeout = std::chrono::seconds(5);
+    o.check_interval = std::chrono::milliseconds(50);
     auto s = CoordinationService::Create(o);
     ASSERT_TRUE(s.ok()) << s.status();
     service_ = std::move(*s);
@@ -71,10 +71,10 @@ class CoordinationGrpcTest : public ::testing::Test {
     o.device_count = devices;
     o.job_token = kToken;
     o.service_task = "chief:0";
-    o.heartbeat_interval_ms = 100;
-    o.heartbeat_timeout_ms = 1000;
-    o.registration_timeout_ms = 10000;
-    o.shutdown_timeout_ms = 5000;
+    o.heartbeat_interval = std::chrono::milliseconds(100);
+    o.heartbeat_timeout = std::chrono::seconds(1);
+    o.registration_timeout = std::chrono::seconds(10);
+    o.shutdown_timeout = std::chrono::seconds(5);
     return o;
   }
 

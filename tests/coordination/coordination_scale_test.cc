@@ -57,9 +57,9 @@ TEST(CoordinationScaleTest, ReportedErrorReachesSixteenThousandTasksAtOnce) {
 
 TEST(CoordinationScaleTest, FrozenTaskReachesEveryTaskWithinTheHeartbeatBound) {
   auto job = SimulatedJob::Create({.tasks = kFailureJob,
-                                   .heartbeat_timeout_ms = kHeartbeatTimeout.count(),
-                                   .heartbeat_interval_ms = kHeartbeatInterval.count(),
-                                   .check_interval_ms = kCheckInterval.count()});
+                                   .heartbeat_timeout = kHeartbeatTimeout,
+                                   .heartbeat_interval = kHeartbeatInterval,
+                                   .check_interval = kCheckInterval});
   ASSERT_TRUE(job.ok()) << job.status();
   ASSERT_TRUE((*job)->Form().ok());
   ASSERT_TRUE((*job)->OpenErrorPolls().ok());

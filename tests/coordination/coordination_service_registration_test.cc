@@ -138,7 +138,7 @@ TEST_F(CoordinationServiceTest, TheChiefsFailureBeforeJoiningIsServedUntilEveryT
 TEST_F(CoordinationServiceTest, ALongRegistrationWaitNamesTheMissingTasksEvery30s) {
   CoordinationServiceOptions o;
   o.tasks = {"chief:0", "worker:0", "worker:1"};
-  o.registration_timeout_ms = 300000;
+  o.registration_timeout = std::chrono::milliseconds(300000);
   o.now_ms = [this] { return now_.load(); };
   auto s = CoordinationService::Create(std::move(o));
   ASSERT_TRUE(s.ok()) << s.status();

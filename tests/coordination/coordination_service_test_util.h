@@ -27,9 +27,9 @@ class CoordinationServiceTest : public ::testing::Test {
   std::unique_ptr<CoordinationService> Make(std::vector<std::string> tasks) {
     CoordinationServiceOptions o;
     o.tasks = std::move(tasks);
-    o.heartbeat_timeout_ms = 1000;
-    o.registration_timeout_ms = 5000;
-    o.shutdown_timeout_ms = 3000;
+    o.heartbeat_timeout = std::chrono::milliseconds(1000);
+    o.registration_timeout = std::chrono::milliseconds(5000);
+    o.shutdown_timeout = std::chrono::milliseconds(3000);
     o.now_ms = [this] { return now_.load(); };
     o.make_nccl_unique_id = [this]() -> StatusOr<std::string> {
       return std::string(128, static_cast<char>('a' + ids_made_++));

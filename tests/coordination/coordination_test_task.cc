@@ -56,9 +56,9 @@ int main(int argc, char** argv) {
   if (!tasks.empty() && task == tasks[0]) {
     CoordinationServiceOptions so;
     so.tasks = tasks;
-    so.heartbeat_timeout_ms = hb_timeout;
-    so.registration_timeout_ms = 20000;
-    so.check_interval_ms = 50;
+    so.heartbeat_timeout = std::chrono::milliseconds(hb_timeout);
+    so.registration_timeout = std::chrono::milliseconds(20000);
+    so.check_interval = std::chrono::milliseconds(50);
     auto s = CoordinationService::Create(so);
     if (!s.ok()) return Finish(s.status(), task);
     service = std::move(*s);
@@ -77,10 +77,10 @@ int main(int argc, char** argv) {
   o.task_name = task;
   o.job_token = flags["token"];
   o.service_task = tasks.empty() ? "" : tasks[0];
-  o.heartbeat_interval_ms = hb_interval;
-  o.heartbeat_timeout_ms = hb_timeout;
-  o.registration_timeout_ms = 20000;
-  o.shutdown_timeout_ms = 20000;
+  o.heartbeat_interval = std::chrono::milliseconds(hb_interval);
+  o.heartbeat_timeout = std::chrono::milliseconds(hb_timeout);
+  o.registration_timeout = std::chrono::milliseconds(20000);
+  o.shutdown_timeout = std::chrono::milliseconds(20000);
   CoordinationAgent agent(o);
   Status s = agent.Connect();
   if (s.ok()) s = agent.Barrier("ready", 20000);

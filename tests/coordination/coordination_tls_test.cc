@@ -102,8 +102,8 @@ class CoordinationTlsTest : public ::testing::Test {
   void StartService(int tasks, const TlsCredentials& tls) {
     CoordinationServiceOptions o;
     o.tasks = TaskNames(tasks);
-    o.registration_timeout_ms = kRegistrationTimeoutMs;
-    o.check_interval_ms = 50;
+    o.registration_timeout = std::chrono::milliseconds(kRegistrationTimeoutMs);
+    o.check_interval = std::chrono::milliseconds(50);
     auto service = CoordinationService::Create(o);
     ASSERT_TRUE(service.ok()) << service.status();
     service_ = std::move(*service);
@@ -134,9 +134,9 @@ class CoordinationTlsTest : public ::testing::Test {
     o.device_count = 1;
     o.job_token = kToken;
     o.service_task = "chief:0";
-    o.heartbeat_interval_ms = kHeartbeatIntervalMs;
-    o.heartbeat_timeout_ms = kHeartbeatTimeoutMs;
-    o.registration_timeout_ms = kRegistrationTimeoutMs;
+    o.heartbeat_interval = std::chrono::milliseconds(kHeartbeatIntervalMs);
+    o.heartbeat_timeout = std::chrono::milliseconds(kHeartbeatTimeoutMs);
+    o.registration_timeout = std::chrono::milliseconds(kRegistrationTimeoutMs);
     o.tls = tls;
     return o;
   }
@@ -229,7 +229,7 @@ TEST_F(CoordinationTlsTest, SelfSignedFakeChiefNeverReceivesTheToken) {
 TEST_F(CoordinationTlsTest, PlaintextAgentHandsTheFakeChiefItsToken) {
   StartFakeChief(TlsCredentials());
   CoordinationAgentOptions o = Agent("worker:0", TlsCredentials());
-  o.registration_timeout_ms = kShortRegistrationTimeoutMs;
+  o.registration_timeout = std::chrono::milliseconds(kShortRegistrationTimeoutMs);
   CoordinationAgent agent(o);
   EXPECT_FALSE(agent.Connect().ok());
   ASSERT_GE(fake_.calls(), 1);

@@ -9,8 +9,8 @@ namespace {
 
 using Kind = ClaimVerdict::Kind;
 
-constexpr ClaimRules kRunning{.job_formed = true, .heartbeat_timeout_ms = 1000};
-constexpr ClaimRules kForming{.job_formed = false, .heartbeat_timeout_ms = 1000};
+constexpr ClaimRules kRunning{.job_formed = true, .heartbeat_timeout = std::chrono::seconds(1)};
+constexpr ClaimRules kForming{.job_formed = false, .heartbeat_timeout = std::chrono::seconds(1)};
 
 // worker:0's process (incarnation 2, on 10.0.0.2) runs: it heartbeat at
 // 10000 and holds its error poll.
@@ -51,10 +51,9 @@ TEST(TaskClaimTest, AnotherHostIsRefusedWhileTheTaskHeartbeatsAndIsARestartOnceS
   EXPECT_EQ(moved.kind, Kind::kRestart);
   EXPECT_EQ(moved.failure, "restarted with a new incarnation 3 (was 2); the job must restart from its last checkpoint");
   // With a longer heartbeat timeout, 2 s of silence is enough.
-  EXPECT_EQ(JudgeTaskClaim(Running(), other, {.job_formed = true, .heartbeat_timeout_ms = 5000}, 11999).kind,
-            Kind::kRefuse);
-  EXPECT_EQ(JudgeTaskClaim(Running(), other, {.job_formed = true, .heartbeat_timeout_ms = 5000}, 12000).kind,
-            Kind::kRestart);
+  constexpr ClaimRules kLongHeartbeat{.job_formed = true, .heartbeat_timeout = std::chrono::seconds(5)};
+  EXPECT_EQ(JudgeTaskClaim(Running(), other, kLongHeartbeat, 11999).kind, Kind::kRefuse);
+  EXPECT_EQ(JudgeTaskClaim(Running(), other, kLongHeartbeat, 12000).kind, Kind::kRestart);
 }
 
 TEST(TaskClaimTest, ASecondProcessFromItsHostWaitsOneHeartbeatTimeoutFromItsFirstAnswer) {

@@ -79,7 +79,7 @@ std::optional<int64_t> CoordinationAgent::FrozenForMs() const {
   if (round_ns == 0) return std::nullopt;  // no round yet
   const int64_t now_ns = Clock().time_since_epoch().count();
   const int64_t idle_ms = (now_ns - round_ns) / 1000000;
-  const int64_t round_limit_ms = options_.heartbeat_interval_ms + options_.heartbeat_timeout_ms + 1000;
+  const int64_t round_limit_ms = options_.heartbeat_interval.count() + options_.heartbeat_timeout.count() + 1000;
   if (idle_ms > round_limit_ms) return idle_ms;
   // A freeze the heartbeat thread saw when it resumed, recently enough that
   // the failures it caused (peers that gave up on this task) still surface.
@@ -89,11 +89,11 @@ std::optional<int64_t> CoordinationAgent::FrozenForMs() const {
 }
 
 Status CoordinationAgent::FrozenError(int64_t ms, const Status& cause) const {
-  return UnavailableError("this task (" + options_.task_name + ") did not run for " + std::to_string(ms) +
-                          " ms (stopped, suspended or starved of CPU), past the heartbeat timeout of " +
-                          std::to_string(options_.heartbeat_timeout_ms) +
-                          " ms: the other tasks have most likely given up on it and stopped (then: " +
-                          cause.ToString() + ")");
+  return UnavailableError(
+      "this task (" + options_.task_name + ") did not run for " + std::to_string(ms) +
+      " ms (stopped, suspended or starved of CPU), past the heartbeat timeout of " +
+      std::to_string(options_.heartbeat_timeout.count()) +
+      " ms: the other tasks have most likely given up on it and stopped (then: " + cause.ToString() + ")");
 }
 
 void CoordinationAgent::HeartbeatLoop() {
@@ -103,8 +103,7 @@ void CoordinationAgent::HeartbeatLoop() {
   while (!stopping_ && state_ == State::kConnected) {
     // A round every interval; other news on cv_ (the error poll opening)
     // does not start one early.
-    if (cv_.wait_for(lock, std::chrono::milliseconds(options_.heartbeat_interval_ms),
-                     [this] { return stopping_ || state_ != State::kConnected; })) {
+    if (cv_.wait_for(lock, options_.heartbeat_interval, [this] { return stopping_ || state_ != State::kConnected; })) {
       break;
     }
     lock.unlock();
@@ -118,14 +117,14 @@ void CoordinationAgent::HeartbeatLoop() {
     }
     // A sign of life for the launcher (non-blocking: a full pipe is as good);
     // rounds over 10 s apart are too sparse for its 30 s: none then.
-    if (options_.liveness_fd >= 0 && options_.heartbeat_interval_ms <= 10000) {
+    if (options_.liveness_fd >= 0 && options_.heartbeat_interval.count() <= 10000) {
       (void)!write(options_.liveness_fd, "h", 1);
     }
     rpc::HeartbeatRequest req;
     req.set_task(options_.task_name);
     req.set_incarnation(incarnation_);
     if (options_.collectives_started) req.set_collectives(options_.collectives_started->load());
-    const Status s = client_.Heartbeat(req, options_.heartbeat_timeout_ms);
+    const Status s = client_.Heartbeat(req, options_.heartbeat_timeout.count());
     if (s.ok()) {
       last_ok = Now();
     } else if (frozen && !AboutThisTask(s)) {
@@ -134,12 +133,10 @@ void CoordinationAgent::HeartbeatLoop() {
       SetError(FrozenError(*frozen, s));
     } else if (s.code() == StatusCode::kAborted) {
       SetError(s);  // the service's own word (it names this task when it gave up on it)
-    } else if (MsSince(last_ok) > options_.heartbeat_timeout_ms) {
-      SetError(AbortedError(ServiceName() + " has not answered heartbeats for " +
-                            std::to_string(MsSince(last_ok)) + " ms (limit " +
-                            std::to_string(options_.heartbeat_timeout_ms) + " ms) as of " +
-                            FormatUtcTime(std::chrono::system_clock::now()) +
-                            "; last error: " + s.ToString()));
+    } else if (MsSince(last_ok) > options_.heartbeat_timeout.count()) {
+      SetError(AbortedError(ServiceName() + " has not answered heartbeats for " + std::to_string(MsSince(last_ok)) +
+                            " ms (limit " + std::to_string(options_.heartbeat_timeout.count()) + " ms) as of " +
+                            FormatUtcTime(std::chrono::system_clock::now()) + "; last error: " + s.ToString()));
     }
     lock.lock();
   }
@@ -245,7 +242,7 @@ Status CoordinationAgent::KeyValueSet(const std::string& key, const std::string&
   req.set_key(key);
   req.set_value(value);
   req.set_allow_overwrite(allow_overwrite);
-  return Explain(client_.KeyValueSet(req, options_.rpc_timeout_ms));
+  return Explain(client_.KeyValueSet(req, options_.rpc_timeout.count()));
 }
 
 StatusOr<std::string> CoordinationAgent::KeyValueGet(const std::string& key, int64_t timeout_ms) {
@@ -253,14 +250,14 @@ StatusOr<std::string> CoordinationAgent::KeyValueGet(const std::string& key, int
   rpc::KeyValueGetRequest req;
   req.set_key(key);
   req.set_timeout_ms(std::max<int64_t>(timeout_ms, 1));
-  StatusOr<std::string> v = client_.KeyValueGet(req, timeout_ms + options_.rpc_timeout_ms);
+  StatusOr<std::string> v = client_.KeyValueGet(req, timeout_ms + options_.rpc_timeout.count());
   if (!v.ok()) return Explain(v.status());
   return v;
 }
 
 StatusOr<rpc::ProgressResponse> CoordinationAgent::Progress() {
   MIRRORED_RETURN_IF_ERROR(CheckConnected());
-  StatusOr<rpc::ProgressResponse> p = client_.Progress(options_.rpc_timeout_ms);
+  StatusOr<rpc::ProgressResponse> p = client_.Progress(options_.rpc_timeout.count());
   if (!p.ok()) return Explain(p.status());
   return p;
 }
@@ -270,7 +267,7 @@ StatusOr<std::string> CoordinationAgent::KeyValueTryGet(const std::string& key) 
   rpc::KeyValueGetRequest req;
   req.set_key(key);
   req.set_timeout_ms(0);
-  StatusOr<std::string> v = client_.KeyValueGet(req, options_.rpc_timeout_ms);
+  StatusOr<std::string> v = client_.KeyValueGet(req, options_.rpc_timeout.count());
   if (!v.ok()) return Explain(v.status());
   return v;
 }
@@ -280,7 +277,7 @@ Status CoordinationAgent::WaitForKeys(const std::vector<std::string>& keys, int6
   rpc::WaitForKeysRequest req;
   for (const auto& k : keys) req.add_keys(k);
   req.set_timeout_ms(timeout_ms);
-  return Explain(client_.WaitForKeys(req, timeout_ms + options_.rpc_timeout_ms));
+  return Explain(client_.WaitForKeys(req, timeout_ms + options_.rpc_timeout.count()));
 }
 
 Status CoordinationAgent::Barrier(const std::string& name, int64_t timeout_ms) {
@@ -290,7 +287,7 @@ Status CoordinationAgent::Barrier(const std::string& name, int64_t timeout_ms) {
   req.set_incarnation(incarnation_);
   req.set_name(name);
   req.set_timeout_ms(timeout_ms);
-  return Explain(client_.Barrier(req, timeout_ms + options_.rpc_timeout_ms));
+  return Explain(client_.Barrier(req, timeout_ms + options_.rpc_timeout.count()));
 }
 
 Status CoordinationAgent::ReportError(const Status& error) {
@@ -309,7 +306,7 @@ Status CoordinationAgent::TellFailure(const Status& error) {
   req.set_incarnation(incarnation_);
   req.set_code(static_cast<int>(error.code()));
   req.set_message(error.message());
-  return client_.ReportError(req, options_.rpc_timeout_ms);
+  return client_.ReportError(req, options_.rpc_timeout.count());
 }
 
 Status CoordinationAgent::Shutdown() {
@@ -318,8 +315,7 @@ Status CoordinationAgent::Shutdown() {
     rpc::ShutdownRequest req;
     req.set_task(options_.task_name);
     req.set_incarnation(incarnation_);
-    status = Explain(
-        client_.Shutdown(req, options_.shutdown_timeout_ms + options_.rpc_timeout_ms));
+    status = Explain(client_.Shutdown(req, options_.shutdown_timeout.count() + options_.rpc_timeout.count()));
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

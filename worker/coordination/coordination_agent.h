@@ -15,15 +15,16 @@
 //                                     v                              v failed, service lost
 //                                   kError <-------------------------+
 //
-// Once connected, two threads run: a heartbeat every heartbeat_interval_ms,
+// Once connected, two threads run: a heartbeat every heartbeat_interval,
 // and a long poll on which the service reports the job error. When an error
-// arrives (or the service is lost or silent for heartbeat_timeout_ms) the
+// arrives (or the service is lost or silent for heartbeat_timeout) the
 // agent enters kError, runs the error callback once (so communicators can
 // abort), and every blocked or later call returns that error: Aborted naming
 // the failed task, what happened and when (exit code 3).
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -48,15 +49,15 @@ struct CoordinationAgentOptions {
   std::string job_token;           // MIRRORED_JOB_TOKEN
   std::string service_task;        // task hosting the service, for messages ("chief:0")
   std::string cluster;             // RegisterRequest.cluster: this task's view of the job ("": not checked)
-  int64_t heartbeat_interval_ms = 1000;
-  int64_t heartbeat_timeout_ms = 5000;      // service silent this long = lost
-  int64_t registration_timeout_ms = 5 * 60 * 1000;
+  std::chrono::milliseconds heartbeat_interval = std::chrono::seconds(1);
+  std::chrono::milliseconds heartbeat_timeout = std::chrono::seconds(5);  // service silent this long = lost
+  std::chrono::milliseconds registration_timeout = std::chrono::minutes(5);
   // A restarted task (its launcher's restart of a failed job): a Register
   // answered Aborted (the job failed), Unavailable or Cancelled (the service
   // stopped under the call) comes from the chief's service of the generation that
   // failed, still running for a moment (a peer's launcher restarts this task
   // before the old chief has exited). Such a task keeps registering, with
-  // backoff, until registration_timeout_ms, and meets the chief's next
+  // backoff, until registration_timeout, and meets the chief's next
   // service. A first-run task fails at once instead (exit 3).
   bool restarted = false;
   // Checked while registering (true cancels the call: Cancelled), while a
@@ -66,8 +67,8 @@ struct CoordinationAgentOptions {
   // e.g. when SIGTERM says the launcher or the scheduler is stopping this
   // task (mirrored-worker then exits 143). Empty: never.
   std::function<bool()> stop_waiting;
-  int64_t rpc_timeout_ms = 10000;           // calls that do not wait (set, heartbeat)
-  int64_t shutdown_timeout_ms = 60 * 1000;  // exit barrier
+  std::chrono::milliseconds rpc_timeout = std::chrono::seconds(10);       // calls that do not wait (set, heartbeat)
+  std::chrono::milliseconds shutdown_timeout = std::chrono::seconds(60);  // exit barrier
   // TLS to the service (default: plaintext), and the name its certificate
   // must carry when not the host of service_address (see MakeChannel).
   TlsCredentials tls;
@@ -108,17 +109,17 @@ class CoordinationAgent {
   // process ends (then Aborted: the task failed) or the service refuses the
   // claim. Errors: FailedPrecondition (not kDisconnected); DeadlineExceeded
   // (the service named the missing tasks, or it was unreachable for
-  // registration_timeout_ms); Unauthenticated; InvalidArgument (unknown task
+  // registration_timeout); Unauthenticated; InvalidArgument (unknown task
   // name, a cluster other than the chief's, or a second process claiming a
   // running task: from another host at once, from this host once the task's
-  // process kept running a heartbeat timeout, or registration_timeout_ms if
+  // process kept running a heartbeat timeout, or registration_timeout if
   // shorter, or once the job ended or its service went silent for
-  // heartbeat_timeout_ms while it waited); Aborted (the job already
+  // heartbeat_timeout while it waited); Aborted (the job already
   // failed; a restarted task instead waits, see `restarted`, and ends with
   // DeadlineExceeded naming the failed generation); Cancelled
   // (`stop_waiting` said so, or the agent is being destroyed); Unavailable
   // (the service stopped, or the error poll did not open within
-  // rpc_timeout_ms).
+  // rpc_timeout).
   Status Connect();
   // Valid after a successful Connect().
   const ClusterView& cluster_view() const { return view_; }

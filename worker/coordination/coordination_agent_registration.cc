@@ -55,7 +55,7 @@ Status CoordinationAgent::Connect() {
   // Said, since the call lasts until every task came (a late or missing one
   // would otherwise leave this task silent for the registration timeout).
   MIRRORED_LOG(INFO) << "registering with " << ServiceName() << "; waiting for every task of the job (up to "
-                     << SecondsText(std::chrono::milliseconds(options_.registration_timeout_ms)) << ")";
+                     << SecondsText(options_.registration_timeout) << ")";
   StatusOr<rpc::RegisterResponse> resp = RegisterPastFailedGeneration(req);
   Status status = resp.status();
   if (status.ok()) {
@@ -74,7 +74,8 @@ Status CoordinationAgent::Connect() {
   } else if (status.code() == StatusCode::kDeadlineExceeded &&
              status.message().find("registration timed out") == std::string::npos &&
              status.message().find("generation that failed") == std::string::npos) {
-    status = RendezvousTimedOut(options_.task_name, ServiceName(), options_.registration_timeout_ms, status.message());
+    status =
+        RendezvousTimedOut(options_.task_name, ServiceName(), options_.registration_timeout.count(), status.message());
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -91,12 +92,10 @@ Status CoordinationAgent::Connect() {
   // Return only once the service holds our error poll: from then on, this
   // process dying is noticed at once (not only by missing heartbeats).
   std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_for(lock, std::chrono::milliseconds(options_.rpc_timeout_ms),
-                    [this] { return poll_open_ || state_ != State::kConnected; })) {
+  if (!cv_.wait_for(lock, options_.rpc_timeout, [this] { return poll_open_ || state_ != State::kConnected; })) {
     lock.unlock();
-    SetError(UnavailableError("the error poll of task " + options_.task_name + " to " +
-                              ServiceName() + " did not open within " +
-                              std::to_string(options_.rpc_timeout_ms) + " ms"));
+    SetError(UnavailableError("the error poll of task " + options_.task_name + " to " + ServiceName() +
+                              " did not open within " + std::to_string(options_.rpc_timeout.count()) + " ms"));
     lock.lock();
   }
   return state_ == State::kConnected ? OkStatus() : error_;
@@ -164,7 +163,7 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
   const auto margin =
       options_.service_task == options_.task_name ? kChiefRegistrationMargin : std::chrono::milliseconds::zero();
   RegisterRetry retry;
-  retry.deadline = Now() + std::chrono::milliseconds(options_.registration_timeout_ms) + margin;
+  retry.deadline = Now() + options_.registration_timeout + margin;
   retry.pause = kRegisterBackoff.Pause(0);
   while (true) {
     const int64_t left_ms =
@@ -172,7 +171,7 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
     // Once it said "wait", the service answers every registration at once:
     // silent for a heartbeat timeout, it is gone (a call to a server gone
     // would wait for it until the deadline).
-    const int64_t call_ms = retry.claim_waiting ? std::min(left_ms, options_.heartbeat_timeout_ms) : left_ms;
+    const int64_t call_ms = retry.claim_waiting ? std::min(left_ms, options_.heartbeat_timeout.count()) : left_ms;
     bool stopped = false;
     StatusOr<rpc::RegisterResponse> resp = RegisterUnlessStopped(req, std::max<int64_t>(call_ms, 1), &stopped);
     if (stopped) {
@@ -200,7 +199,7 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterPastFailedGeneration(
 Status CoordinationAgent::ClaimWaitEnded(const Status& answer, std::chrono::steady_clock::time_point deadline) {
   if (answer.code() == StatusCode::kDeadlineExceeded && Now() >= deadline) {
     // The last call went unanswered: the service may be gone as well.
-    return ClaimWaitLastCallUnanswered(options_.task_name, options_.registration_timeout_ms, ServiceName());
+    return ClaimWaitLastCallUnanswered(options_.task_name, options_.registration_timeout.count(), ServiceName());
   }
   if (!WaitBeforeRegisteringAgain(deadline, std::chrono::milliseconds::zero())) {
     return CancelledError("task " + options_.task_name + ": stopped while registering");  // its own cancel
@@ -226,7 +225,7 @@ std::optional<Status> CoordinationAgent::WaitForPreviousProcess(const Status& an
   // refused, as the service would refuse it, and never with the service's
   // "waits up to ..." answer.
   if (Now() >= retry.deadline) {
-    return PreviousProcessOutlastedRegistration(options_.task_name, options_.registration_timeout_ms);
+    return PreviousProcessOutlastedRegistration(options_.task_name, options_.registration_timeout.count());
   }
   if (options_.stop_waiting && options_.stop_waiting()) {
     return CancelledError("task " + options_.task_name + ": stopped by a signal while waiting for its previous "
@@ -238,8 +237,8 @@ std::optional<Status> CoordinationAgent::WaitForPreviousProcess(const Status& an
 
 std::optional<Status> CoordinationAgent::WaitForNextGeneration(const Status& answer, RegisterRetry& retry) {
   auto gave_up = [&] {
-    return FailedGenerationOutlastedRegistration(options_.task_name, options_.registration_timeout_ms, ServiceName(),
-                                                 retry.failed_generation->message());
+    return FailedGenerationOutlastedRegistration(options_.task_name, options_.registration_timeout.count(),
+                                                 ServiceName(), retry.failed_generation->message());
   };
   // The chief failed before this generation could form and serves only
   // that error (MirroredStrategy::ReportFailureBeforeJoining): no next

@@ -28,11 +28,12 @@ StatusOr<std::unique_ptr<CoordinationService>> CoordinationService::Create(
                                   "\" is empty or appears twice in the task list");
     }
   }
-  if (options.heartbeat_timeout_ms <= 0 || options.registration_timeout_ms <= 0 ||
-      options.shutdown_timeout_ms <= 0 || options.check_interval_ms <= 0) {
+  using std::chrono::milliseconds;
+  if (options.heartbeat_timeout <= milliseconds::zero() || options.registration_timeout <= milliseconds::zero() ||
+      options.shutdown_timeout <= milliseconds::zero() || options.check_interval <= milliseconds::zero()) {
     return InvalidArgumentError(
-        "coordination service: heartbeat_timeout_ms, registration_timeout_ms, "
-        "shutdown_timeout_ms and check_interval_ms must be > 0");
+        "coordination service: heartbeat_timeout, registration_timeout, "
+        "shutdown_timeout and check_interval must be longer than 0 ms");
   }
   if (!options.now_ms) options.now_ms = SteadyNowMs;
   if (!options.make_nccl_unique_id) options.make_nccl_unique_id = GenerateNcclUniqueId;
@@ -41,10 +42,10 @@ StatusOr<std::unique_ptr<CoordinationService>> CoordinationService::Create(
 
 CoordinationService::CoordinationService(CoordinationServiceOptions options)
     : options_(std::move(options)),
-      registration_deadline_ms_(options_.now_ms() + options_.registration_timeout_ms),
+      registration_deadline_ms_(options_.now_ms() + options_.registration_timeout.count()),
       registration_note_ms_(options_.now_ms()),
       barriers_(options_.tasks.size()),
-      exit_barrier_(options_.tasks.size(), options_.shutdown_timeout_ms) {
+      exit_barrier_(options_.tasks.size(), options_.shutdown_timeout.count()) {
   tasks_.reserve(options_.tasks.size());
   index_of_.reserve(options_.tasks.size());
   for (const auto& name : options_.tasks) {
@@ -64,7 +65,7 @@ void CoordinationService::StartDeadlineThread() {
     std::unique_lock<std::mutex> lock(mu_);
     int64_t last_round = options_.now_ms();
     while (!stopped_) {
-      stop_cv_.wait_for(lock, std::chrono::milliseconds(options_.check_interval_ms));
+      stop_cv_.wait_for(lock, options_.check_interval);
       if (stopped_) break;
       lock.unlock();
       last_round = CheckDeadlinesAfter(last_round);
@@ -337,7 +338,8 @@ int64_t CoordinationService::CheckDeadlinesAfter(int64_t previous_round_ms) {
   const int64_t now = options_.now_ms();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (view_ && !job_error_ && now - previous_round_ms > options_.check_interval_ms + options_.heartbeat_timeout_ms / 2) {
+    if (view_ && !job_error_ &&
+        now - previous_round_ms > options_.check_interval.count() + options_.heartbeat_timeout.count() / 2) {
       MIRRORED_LOG(WARNING) << "the coordination service did not run for " << now - previous_round_ms
                             << " ms (its process was stopped or starved of CPU): the tasks' heartbeats are counted "
                                "afresh";
@@ -359,10 +361,10 @@ void CoordinationService::CheckDeadlines() {
       for (size_t i = 0; i < tasks_.size(); ++i) {
         const Task& t = tasks_[i];
         const int64_t silent = now - t.last_heartbeat_ms;
-        if (t.state == TaskState::kConnected && silent > options_.heartbeat_timeout_ms) {
+        if (t.state == TaskState::kConnected && silent > options_.heartbeat_timeout.count()) {
           FailTaskLocked(static_cast<int>(i),
-                         "heartbeat timeout: no heartbeat for " + std::to_string(silent) +
-                             " ms (limit " + std::to_string(options_.heartbeat_timeout_ms) +
+                         "heartbeat timeout: no heartbeat for " + std::to_string(silent) + " ms (limit " +
+                             std::to_string(options_.heartbeat_timeout.count()) +
                              " ms); the process is hung, stopped or overloaded",
                          &deferred);
         }

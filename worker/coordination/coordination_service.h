@@ -62,10 +62,10 @@ namespace mirrored::coordination {
 struct CoordinationServiceOptions {
   // Training tasks in rank order: chief first, then workers by index.
   std::vector<std::string> tasks;
-  int64_t heartbeat_timeout_ms = 5000;         // a task silent this long is failed
-  int64_t registration_timeout_ms = 5 * 60 * 1000;  // from Create() until all registered
-  int64_t shutdown_timeout_ms = 60 * 1000;     // exit barrier, from its first arrival
-  int64_t check_interval_ms = 100;             // deadline thread period
+  std::chrono::milliseconds heartbeat_timeout = std::chrono::seconds(5);      // a task silent this long is failed
+  std::chrono::milliseconds registration_timeout = std::chrono::minutes(5);   // from Create() until all registered
+  std::chrono::milliseconds shutdown_timeout = std::chrono::seconds(60);      // exit barrier, from its first arrival
+  std::chrono::milliseconds check_interval = std::chrono::milliseconds(100);  // deadline thread period
   // Monotonic milliseconds; defaults to std::chrono::steady_clock.
   std::function<int64_t()> now_ms;
   // Defaults to GenerateNcclUniqueId (nccl_unique_id.h).
@@ -98,7 +98,7 @@ class CoordinationService {
   static StatusOr<std::unique_ptr<CoordinationService>> Create(CoordinationServiceOptions options);
   ~CoordinationService();  // Stop()
 
-  // Runs CheckDeadlines() every check_interval_ms until Stop().
+  // Runs CheckDeadlines() every check_interval until Stop().
   void StartDeadlineThread();
   // Fails every pending call with Unavailable("coordination service stopped")
   // and stops the deadline thread. Idempotent.
@@ -106,7 +106,7 @@ class CoordinationService {
 
   // Completes once every task has registered: with the view (same for all).
   // Errors: InvalidArgument (unknown task, device_count < 1);
-  // DeadlineExceeded naming the missing tasks after registration_timeout_ms;
+  // DeadlineExceeded naming the missing tasks after registration_timeout;
   // Aborted with the job error (including: this task re-registered with a
   // new incarnation after rendezvous, which fails the job as "restarted");
   // Internal when the NCCL id cannot be made; Unavailable after Stop().
@@ -118,7 +118,7 @@ class CoordinationService {
   // kPreviousProcessStillRunning (the agent retries: the old process may be
   // stopping, as after a Ctrl-C and an immediate re-run), and refused
   // (InvalidArgument) only once the old process stayed alive for
-  // heartbeat_timeout_ms after that newcomer's own first answer (each
+  // heartbeat_timeout after that newcomer's own first answer (each
   // newcomer waits on its own; past 16 waiting at once, one is refused at
   // once). A claim that is not a launcher's restart on a task in or past
   // its exit barrier, or after Stop() from a newcomer told to wait, is
@@ -188,7 +188,7 @@ class CoordinationService {
   // Exit barrier: the task is done and is no longer watched for heartbeats
   // or connection loss. OK once every task arrived.
   // Errors: DeadlineExceeded naming the tasks still running after
-  // shutdown_timeout_ms; Aborted (the job error); InvalidArgument.
+  // shutdown_timeout; Aborted (the job error); InvalidArgument.
   void ShutdownTaskAsync(const std::string& task, uint64_t incarnation, StatusCallback done);
 
   // A call refused for a missing or wrong job token, from `peer` (gRPC's

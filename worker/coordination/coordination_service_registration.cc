@@ -111,9 +111,9 @@ ClaimVerdict CoordinationService::JudgeClaimLocked(int index, const Registration
        .host = host,
        .host_listed = ListedAt(index, host),
        .restarted = registration.restarted,
-       .told_to_wait_ms = waiting == t.waiting_claims.end() ? std::nullopt
-                                                            : std::optional(waiting->second.first_told_ms)},
-      {.job_formed = view_ != nullptr, .heartbeat_timeout_ms = options_.heartbeat_timeout_ms}, now);
+       .told_to_wait_ms =
+           waiting == t.waiting_claims.end() ? std::nullopt : std::optional(waiting->second.first_told_ms)},
+      {.job_formed = view_ != nullptr, .heartbeat_timeout = options_.heartbeat_timeout}, now);
 }
 
 Status CoordinationService::RefuseOtherClusterLocked(const std::string& task, const std::string& cluster, int index,
@@ -242,7 +242,7 @@ void CoordinationService::CheckRegistrationDeadlineLocked(int64_t now, Deferred*
     // likely those tasks, with another MIRRORED_JOB_TOKEN, which no
     // restart fixes (exit 2, as the refused task's own).
     const std::string message =
-        "registration timed out after " + std::to_string(options_.registration_timeout_ms) +
+        "registration timed out after " + std::to_string(options_.registration_timeout.count()) +
         " ms: tasks never registered: " + TasksNotIn(registered, false) + " (" + std::to_string(registered.size()) +
         " of " + std::to_string(tasks_.size()) + " registered); check that they were started and can reach the chief" +
         refused_calls_.Describe();

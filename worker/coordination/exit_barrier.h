@@ -1,7 +1,7 @@
 // ExitBarrier: the coordination service's barrier at the end of the job.
 // Each task arrives once it is done; when every one has, all of them are
 // answered OK together. The first arrival fixes the deadline
-// (shutdown_timeout_ms from then): past it, the tasks waiting are answered
+// (shutdown_timeout from then): past it, the tasks waiting are answered
 // DeadlineExceeded naming those still running. Unlike a named barrier
 // (BarrierTable) it happens once: arrivals are never forgotten. Not
 // thread-safe: the service calls it under its own lock, and it hands back

@@ -59,9 +59,9 @@ StatusOr<std::unique_ptr<SimulatedJob>> SimulatedJob::Create(SimulatedJobOptions
   std::unique_ptr<SimulatedJob> job(new SimulatedJob(options, TaskNames(options.tasks)));
   CoordinationServiceOptions so;
   so.tasks = job->names_;
-  so.heartbeat_timeout_ms = options.heartbeat_timeout_ms;
-  so.check_interval_ms = options.check_interval_ms;
-  so.registration_timeout_ms = kSimulatedRegistrationTimeout.count();
+  so.heartbeat_timeout = options.heartbeat_timeout;
+  so.check_interval = options.check_interval;
+  so.registration_timeout = kSimulatedRegistrationTimeout;
   MIRRORED_ASSIGN_OR_RETURN(job->service_, CoordinationService::Create(std::move(so)));
   job->times_.create_ms = MsSince(start);
   job->service_->StartDeadlineThread();
@@ -170,7 +170,7 @@ void SimulatedJob::StartHeartbeats(int silent_task) {
 }
 
 void SimulatedJob::HeartbeatLoop(int silent_task) {
-  const auto interval = std::chrono::milliseconds(options_.heartbeat_interval_ms);
+  const auto interval = options_.heartbeat_interval;
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_heartbeats_) {
     lock.unlock();

@@ -31,9 +31,10 @@ namespace mirrored::coordination {
 
 struct SimulatedJobOptions {
   int tasks = 1024;  // chief:0, then worker:0 ... worker:<tasks-2>
-  int64_t heartbeat_timeout_ms = 5000;   // the service's (--heartbeat-timeout)
-  int64_t heartbeat_interval_ms = 1000;  // every simulated task's, as the agent's default
-  int64_t check_interval_ms = 100;       // the service's deadline thread
+  std::chrono::milliseconds heartbeat_timeout = std::chrono::seconds(5);  // the service's (--heartbeat-timeout)
+  std::chrono::milliseconds heartbeat_interval =
+      std::chrono::seconds(1);  // every simulated task's, as the agent's default
+  std::chrono::milliseconds check_interval = std::chrono::milliseconds(100);  // the service's deadline thread
 };
 
 // The CPU milliseconds each phase took on the calling thread
@@ -70,7 +71,7 @@ class SimulatedJob {
   // One heartbeat from every task but `silent_task` (-1: none). Errors: the
   // first heartbeat refused.
   Status HeartbeatRound(int silent_task = -1);
-  // A thread sends a HeartbeatRound every heartbeat_interval_ms, leaving out
+  // A thread sends a HeartbeatRound every heartbeat_interval, leaving out
   // `silent_task` (a frozen task), until StopHeartbeats().
   void StartHeartbeats(int silent_task = -1);
   void StopHeartbeats();

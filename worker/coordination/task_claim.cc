@@ -51,7 +51,7 @@ ClaimVerdict JudgeWaitingClaim(const ClaimedTask& task, const TaskClaim& claim, 
   }
   const int64_t first_told_ms = claim.told_to_wait_ms.value_or(now_ms);
   const int64_t waited_ms = now_ms - first_told_ms;
-  if (waited_ms >= rules.heartbeat_timeout_ms) {
+  if (waited_ms >= rules.heartbeat_timeout.count()) {
     return Refuse(SecondClaimRefused(task.name,
                                      "still running: its process on " + from +
                                          " kept heartbeating and stayed connected for the " +
@@ -59,11 +59,10 @@ ClaimVerdict JudgeWaitingClaim(const ClaimedTask& task, const TaskClaim& claim, 
                                      from, /*same_host=*/true));
   }
   return {.kind = ClaimVerdict::Kind::kWait,
-          .answer = UnavailableError("task " + task.name + ": " + std::string(kPreviousProcessStillRunning) +
-                                     " (on " + from + ", last heartbeat " +
-                                     std::to_string(now_ms - task.last_heartbeat_ms) +
+          .answer = UnavailableError("task " + task.name + ": " + std::string(kPreviousProcessStillRunning) + " (on " +
+                                     from + ", last heartbeat " + std::to_string(now_ms - task.last_heartbeat_ms) +
                                      " ms ago, still connected); this new process waits up to " +
-                                     std::to_string(rules.heartbeat_timeout_ms) +
+                                     std::to_string(rules.heartbeat_timeout.count()) +
                                      " ms for it to end before it is refused as a second process given the same task"),
           .first_told_to_wait_ms = first_told_ms};
 }
@@ -91,7 +90,7 @@ ClaimVerdict JudgeTaskClaim(const ClaimedTask& task, const TaskClaim& claim, con
   // task. Only the newcomer is refused; the job goes on.
   const int64_t since_heartbeat_ms = now_ms - task.last_heartbeat_ms;
   const bool alive = task.state == TaskState::kConnected &&
-                     since_heartbeat_ms < std::min<int64_t>(2000, rules.heartbeat_timeout_ms);
+                     since_heartbeat_ms < std::min<int64_t>(2000, rules.heartbeat_timeout.count());
   const bool other_host = !task.host.empty() && !claim.host.empty() && task.host != claim.host;
   if (alive && other_host) {
     return Refuse(SecondClaimRefused(task.name,

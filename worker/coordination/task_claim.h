@@ -8,6 +8,7 @@
 //   if (v.kind == ClaimVerdict::Kind::kWait) remember(v.first_told_to_wait_ms), answer(v.answer);
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -52,7 +53,7 @@ struct TaskClaim {
 
 struct ClaimRules {
   bool job_formed = false;  // every task registered: heartbeats count
-  int64_t heartbeat_timeout_ms = 5000;
+  std::chrono::milliseconds heartbeat_timeout = std::chrono::seconds(5);
 };
 
 struct ClaimVerdict {

@@ -34,7 +34,7 @@ void ServeFailureBeforeJoining(const ClusterConfig& config, const StrategyOption
     so.cluster += (so.cluster.empty() ? "" : ", ") + t.ToString();
     so.task_hosts.push_back(config.cluster.AddressOf(t)->host);
   }
-  so.registration_timeout_ms = std::max<int64_t>(wait.count(), 1);
+  so.registration_timeout = std::max(wait, std::chrono::milliseconds(1));
   auto service = co::CoordinationService::Create(so);
   if (!service.ok()) return;
   if (Status reported = (*service)->ReportError(config.task.ToString(), co::CoordinationService::kBeforeJoining, error);

@@ -157,8 +157,8 @@ Status MirroredStrategy::StartService(const ClusterConfig& config, const HostPor
   so.tasks = tasks;
   so.cluster = ClusterText(tasks);
   for (const TaskId& t : config.cluster.TrainingTasks()) so.task_hosts.push_back(config.cluster.AddressOf(t)->host);
-  so.heartbeat_timeout_ms = options_.heartbeat_timeout.count();
-  so.registration_timeout_ms = options_.registration_timeout.count();
+  so.heartbeat_timeout = options_.heartbeat_timeout;
+  so.registration_timeout = options_.registration_timeout;
   MIRRORED_ASSIGN_OR_RETURN(service_, coordination::CoordinationService::Create(so));
   service_->StartDeadlineThread();
   MIRRORED_ASSIGN_OR_RETURN(server_, coordination::CoordinationServer::Start(ListenAddress(chief_address),
@@ -180,9 +180,9 @@ void MirroredStrategy::CreateAgent(const ClusterConfig& config, const HostPort& 
   ao.tls = tls;
   ao.service_task = chief.ToString();
   ao.cluster = ClusterText(tasks);
-  ao.heartbeat_interval_ms = options_.heartbeat_interval.count();
-  ao.heartbeat_timeout_ms = options_.heartbeat_timeout.count();
-  ao.registration_timeout_ms = options_.registration_timeout.count();
+  ao.heartbeat_interval = options_.heartbeat_interval;
+  ao.heartbeat_timeout = options_.heartbeat_timeout;
+  ao.registration_timeout = options_.registration_timeout;
   // The chief's service is its own, new: nothing of the old generation to wait out.
   ao.restarted = options_.restarted && !(config.task == chief);
   // The program's stop signal (mirrored-worker: the launcher's SIGTERM)
