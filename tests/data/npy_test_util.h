@@ -156,4 +156,11 @@ inline SyntheticSplit Synthetic(size_t n, size_t h, size_t w, size_t c, int clas
   return {Npy<uint8_t>("|u1", {n, h, w, c}, pixels), Npy<int64_t>("<i8", {n}, labels)};
 }
 
+// An .npz of a training and a test split, as np.savez writes x_train,
+// y_train, x_test and y_test.
+inline void WriteSplitsNpz(const std::filesystem::path& path, const SyntheticSplit& train, const SyntheticSplit& test) {
+  WriteBytes(path,
+             Zip({{"x_train.npy", train.x}, {"y_train.npy", train.y}, {"x_test.npy", test.x}, {"y_test.npy", test.y}}));
+}
+
 }  // namespace mirrored::data

@@ -14,6 +14,7 @@
 
 #include "common/cluster/tf_config_parser.h"
 #include "launcher/job/port_reservation.h"
+#include "tests/util/equivalence_test_util.h"
 #include "worker/train/trainer.h"
 
 namespace mirrored {
@@ -84,31 +85,15 @@ std::vector<float> TrainTwoWorkersTwoReplicas(const TrainerOptions& options) {
   return chief_params;
 }
 
-void ExpectClose(const std::string& what, const std::vector<float>& want, const std::vector<float>& got) {
-  ASSERT_EQ(want.size(), got.size()) << what;
-  ASSERT_FALSE(want.empty()) << what;
-  double diff = 0, norm = 0, worst = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double d = std::abs(double(want[i]) - double(got[i]));
-    diff += d * d;
-    norm += double(want[i]) * double(want[i]);
-    worst = std::max(worst, d);
-  }
-  const double relative = std::sqrt(diff / norm);
-  std::printf("%s: %zu weights, relative L2 error %.3g, max abs diff %.3g\n", what.c_str(), want.size(), relative,
-              worst);
-  EXPECT_LE(relative, 1e-5) << what;
-}
-
 // Global batch 64 per optimizer step, every way.
 void ExpectAccumulationIsTheLargeBatch(const std::string& model) {
   const std::vector<float> large = TrainAlone(Options(model, 64, 1));
-  ExpectClose(model + ", 2 workers x 2 replicas x 2 micro-batches of 8 vs 1 replica x 64", large,
-              TrainTwoWorkersTwoReplicas(Options(model, 8, 2)));
-  ExpectClose(model + ", 1 replica x 4 micro-batches of 16 vs 1 replica x 64", large,
-              TrainAlone(Options(model, 16, 4)));
-  ExpectClose(model + ", 1 replica x 2 micro-batches of 32 vs 1 replica x 64", large,
-              TrainAlone(Options(model, 32, 2)));
+  testing_util::ExpectSameWeights(model + ", 2 workers x 2 replicas x 2 micro-batches of 8 vs 1 replica x 64", large,
+                                  TrainTwoWorkersTwoReplicas(Options(model, 8, 2)));
+  testing_util::ExpectSameWeights(model + ", 1 replica x 4 micro-batches of 16 vs 1 replica x 64", large,
+                                  TrainAlone(Options(model, 16, 4)));
+  testing_util::ExpectSameWeights(model + ", 1 replica x 2 micro-batches of 32 vs 1 replica x 64", large,
+                                  TrainAlone(Options(model, 32, 2)));
 }
 
 TEST(AccumulationEquivalenceTest, MlpAccumulatedMicroBatchesEqualOneLargeBatch) {

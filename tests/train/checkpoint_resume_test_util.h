@@ -97,6 +97,18 @@ class CheckpointResumeTest : public ::testing::Test {
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;
   }
+  // A job on small data: two workers x 1 CPU replica x batch 4 of mlp, a
+  // checkpoint and a log line every step, the evaluator (when added) polling
+  // every 0.1 s.
+  std::vector<std::string> SmallDataJob(const fs::path& run, const fs::path& data, const std::string& max_steps,
+                                        const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {
+        kBin + "/mirrored-launch", "local", "--workers", "2", "--run-dir", run.string(), "--",
+        "--data", data.string(), "--model", "mlp", "--batch-per-replica", "4", "--max-steps", max_steps,
+        "--checkpoint-every", "1", "--log-every", "1", "--poll-interval", "0.1", "--epochs", "10"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  }
   fs::path dir_;
 };
 
@@ -109,6 +121,19 @@ inline std::vector<std::pair<int64_t, std::string>> EvalLines(const fs::path& ru
     if (j.is_object() && j["kind"] == "eval") lines.emplace_back(j["step"].get<int64_t>(), j["checkpoint"]);
   }
   return lines;
+}
+
+// A job started with --evaluator that ended well: its output says `said`
+// and the evaluator's last line, and metrics.jsonl's last eval line is of
+// `last_checkpoint`. Call it under ASSERT_NO_FATAL_FAILURE.
+inline void ExpectEndedWithTheEvaluator(const ProcessRun& run, const fs::path& run_dir, const std::string& said,
+                                        const std::string& last_checkpoint) {
+  ASSERT_TRUE(run.exit && run.exit->success()) << run.output;
+  EXPECT_NE(run.output.find(said), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("[evaluator:0] evaluator done:"), std::string::npos) << run.output;
+  std::vector<std::pair<int64_t, std::string>> evals = EvalLines(run_dir);
+  ASSERT_FALSE(evals.empty()) << run.output;
+  EXPECT_EQ(evals.back().second, last_checkpoint);
 }
 
 }  // namespace mirrored

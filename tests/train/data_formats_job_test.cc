@@ -16,18 +16,9 @@
 namespace mirrored {
 namespace {
 
+// SmallDataJob (checkpoint_resume_test_util.h): 20 training examples give 2 steps per epoch.
 class DataFormatsJobTest : public CheckpointResumeTest {
  protected:
-  // Two workers x 1 CPU replica x batch 4: 20 training examples, 2 steps per epoch.
-  std::vector<std::string> DataJob(const fs::path& run, const fs::path& data, const std::string& max_steps,
-                                   const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> argv = {
-        kBin + "/mirrored-launch", "local", "--workers", "2", "--run-dir", run.string(), "--",
-        "--data", data.string(), "--model", "mlp", "--batch-per-replica", "4", "--max-steps", max_steps,
-        "--checkpoint-every", "1", "--log-every", "1", "--poll-interval", "0.1", "--epochs", "10"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    return argv;
-  }
   // 12x10x3 images whose brightness sets two float targets: train 20, test 8.
   fs::path WriteRegressionNpz() {
     auto split = [](size_t n) {
@@ -40,8 +31,7 @@ class DataFormatsJobTest : public CheckpointResumeTest {
     const data::SyntheticSplit train = split(20), test = split(8);
     fs::create_directories(dir_);
     const fs::path path = dir_ / "regression.npz";
-    data::WriteBytes(path, data::Zip({{"x_train.npy", train.x}, {"y_train.npy", train.y},
-                                      {"x_test.npy", test.x}, {"y_test.npy", test.y}}));
+    data::WriteSplitsNpz(path, train, test);
     return path;
   }
   fs::path WriteTfRecordSet(int h, int w, int c, int classes) {
@@ -57,15 +47,10 @@ TEST_F(DataFormatsJobTest, IdxColourImagesTrainWithTheEvaluator) {
   const fs::path data = dir_ / "idx";
   data::WriteIdxSplit(data, "train", 32, 32, 3, 7, 20);
   data::WriteIdxSplit(data, "t10k", 32, 32, 3, 7, 8);
-  std::vector<std::string> argv = DataJob(dir_ / "run", data, "4");
+  std::vector<std::string> argv = SmallDataJob(dir_ / "run", data, "4");
   argv.insert(argv.begin() + 2, "--evaluator");
   ProcessRun run = RunProcess(argv, "", 240s, {"MIRRORED_DATA_CACHE=off"});
-  ASSERT_TRUE(run.exit && run.exit->success()) << run.output;
-  EXPECT_NE(run.output.find("[worker:0] done: 4 steps"), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("[evaluator:0] evaluator done:"), std::string::npos) << run.output;
-  std::vector<std::pair<int64_t, std::string>> evals = EvalLines(dir_ / "run");
-  ASSERT_FALSE(evals.empty()) << run.output;
-  EXPECT_EQ(evals.back().second, "ckpt-4");
+  ASSERT_NO_FATAL_FAILURE(ExpectEndedWithTheEvaluator(run, dir_ / "run", "[worker:0] done: 4 steps", "ckpt-4"));
   std::ifstream state(dir_ / "run" / "checkpoints" / "ckpt-4" / "state.json");
   const nlohmann::json st = nlohmann::json::parse(state, nullptr, false);
   ASSERT_TRUE(st.is_object());
@@ -75,12 +60,12 @@ TEST_F(DataFormatsJobTest, IdxColourImagesTrainWithTheEvaluator) {
 
 TEST_F(DataFormatsJobTest, TfRecordResumeMidEpochIsBitIdentical) {
   const fs::path data = WriteTfRecordSet(20, 20, 1, 5);
-  ProcessRun straight = RunProcess(DataJob(dir_ / "straight", data, "5"), "", 180s);
+  ProcessRun straight = RunProcess(SmallDataJob(dir_ / "straight", data, "5"), "", 180s);
   ASSERT_TRUE(straight.exit && straight.exit->success()) << straight.output;
   // Step 3 is the middle of epoch 2: the data position in the checkpoint.
-  ProcessRun first = RunProcess(DataJob(dir_ / "resumed", data, "3"), "", 180s);
+  ProcessRun first = RunProcess(SmallDataJob(dir_ / "resumed", data, "3"), "", 180s);
   ASSERT_TRUE(first.exit && first.exit->success()) << first.output;
-  ProcessRun second = RunProcess(DataJob(dir_ / "resumed", data, "5"), "", 180s);
+  ProcessRun second = RunProcess(SmallDataJob(dir_ / "resumed", data, "5"), "", 180s);
   ASSERT_TRUE(second.exit && second.exit->success()) << second.output;
   EXPECT_NE(second.output.find("resuming from"), std::string::npos) << second.output;
   ASSERT_FALSE(Fingerprint(straight.output).empty()) << straight.output;
@@ -89,7 +74,7 @@ TEST_F(DataFormatsJobTest, TfRecordResumeMidEpochIsBitIdentical) {
 
 TEST_F(DataFormatsJobTest, EvaluatorRefusesDataOfAnotherShape) {
   const fs::path data = WriteTfRecordSet(20, 20, 1, 5);
-  ProcessRun train = RunProcess(DataJob(dir_ / "run", data, "2"), "", 180s);
+  ProcessRun train = RunProcess(SmallDataJob(dir_ / "run", data, "2"), "", 180s);
   ASSERT_TRUE(train.exit && train.exit->success()) << train.output;
   const fs::path other = WriteTfRecordSet(16, 16, 1, 5);
   ProcessRun eval = RunProcess({kBin + "/mirrored-worker", "--run-dir", (dir_ / "run").string(), "--data",
@@ -109,7 +94,7 @@ TEST_F(DataFormatsJobTest, EvaluatorRefusesDataOfAnotherShape) {
 // mid-epoch is bit-identical too.
 TEST_F(DataFormatsJobTest, MseRegressionTrainsWithTheEvaluatorAndResumes) {
   const fs::path npz = WriteRegressionNpz();
-  std::vector<std::string> argv = DataJob(dir_ / "straight", npz, "5", {"--loss", "mse"});
+  std::vector<std::string> argv = SmallDataJob(dir_ / "straight", npz, "5", {"--loss", "mse"});
   argv.insert(argv.begin() + 2, "--evaluator");
   ProcessRun straight = RunProcess(argv, "", 240s, {"MIRRORED_DATA_CACHE=off"});
   ASSERT_TRUE(straight.exit && straight.exit->success()) << straight.output;
@@ -131,14 +116,14 @@ TEST_F(DataFormatsJobTest, MseRegressionTrainsWithTheEvaluatorAndResumes) {
   ASSERT_TRUE(st.is_object());
   EXPECT_EQ(st["loss"], "mse");
   EXPECT_EQ(st["classes"], 2);
-  ProcessRun first = RunProcess(DataJob(dir_ / "resumed", npz, "3", {"--loss", "mse"}), "", 180s);
+  ProcessRun first = RunProcess(SmallDataJob(dir_ / "resumed", npz, "3", {"--loss", "mse"}), "", 180s);
   ASSERT_TRUE(first.exit && first.exit->success()) << first.output;
-  ProcessRun second = RunProcess(DataJob(dir_ / "resumed", npz, "5", {"--loss", "mse"}), "", 180s);
+  ProcessRun second = RunProcess(SmallDataJob(dir_ / "resumed", npz, "5", {"--loss", "mse"}), "", 180s);
   ASSERT_TRUE(second.exit && second.exit->success()) << second.output;
   ASSERT_FALSE(Fingerprint(straight.output).empty()) << straight.output;
   EXPECT_EQ(Fingerprint(second.output), Fingerprint(straight.output)) << straight.output << second.output;
   // The same run directory under the other loss: refused.
-  ProcessRun refused = RunProcess(DataJob(dir_ / "resumed", WriteTfRecordSet(12, 10, 3, 2), "7"), "", 180s);
+  ProcessRun refused = RunProcess(SmallDataJob(dir_ / "resumed", WriteTfRecordSet(12, 10, 3, 2), "7"), "", 180s);
   ASSERT_TRUE(refused.exit.has_value()) << refused.output;
   EXPECT_EQ(refused.exit->ShellCode(), 2) << refused.output;
 }

@@ -24,10 +24,7 @@ class KerasJsonJobTest : public CheckpointResumeTest {
     fs::create_directories(dir_);
     data::SyntheticSplit train = data::Synthetic(24, h, 32, 3, 7), test = data::Synthetic(8, h, 32, 3, 7, 1);
     const fs::path path = dir_ / ("data" + std::to_string(h) + ".npz");
-    data::WriteBytes(path, data::Zip({{"x_train.npy", train.x},
-                                      {"y_train.npy", train.y},
-                                      {"x_test.npy", test.x},
-                                      {"y_test.npy", test.y}}));
+    data::WriteSplitsNpz(path, train, test);
     return path;
   }
   // Two workers x 1 CPU replica x batch 4: 3 steps per epoch.
@@ -44,12 +41,7 @@ TEST_F(KerasJsonJobTest, TrainsWithTheEvaluatorAndResumesTheSameModel) {
   std::vector<std::string> argv = KerasJob(dir_ / "run", npz, kKeras + "keras3_functional_resnet.json", "4");
   argv.insert(argv.begin() + 2, "--evaluator");
   ProcessRun run = RunProcess(argv, "", 300s, {"MIRRORED_DATA_CACHE=off"});
-  ASSERT_TRUE(run.exit && run.exit->success()) << run.output;
-  EXPECT_NE(run.output.find("training keras:resnet_cifar on"), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("[evaluator:0] evaluator done:"), std::string::npos) << run.output;
-  std::vector<std::pair<int64_t, std::string>> evals = EvalLines(dir_ / "run");
-  ASSERT_FALSE(evals.empty()) << run.output;
-  EXPECT_EQ(evals.back().second, "ckpt-4");
+  ASSERT_NO_FATAL_FAILURE(ExpectEndedWithTheEvaluator(run, dir_ / "run", "training keras:resnet_cifar on", "ckpt-4"));
   std::ifstream state(dir_ / "run" / "checkpoints" / "ckpt-4" / "state.json");
   const nlohmann::json st = nlohmann::json::parse(state);
   EXPECT_EQ(st["model"], "keras:resnet_cifar");
