@@ -1,31 +1,17 @@
-// Max pooling, square window, no padding ("valid"), no tensors.
+// Max pooling, square window, no padding ("valid"), no tensors: Keras'
+// MaxPooling2D (pool2d_layer.h).
 //
 //   MaxPool2DLayer p("pool1", /*size=*/2, /*stride=*/2);
 //   Shape3 out = p.Build({26, 26, 32}, &store);   // {13, 13, 32}
-//   const float* y = p.Forward(n, x, true);
 #pragma once
 
-#include <memory>
-
-#include "worker/model/device_array.h"
-#include "worker/model/layer.h"
+#include "worker/model/pool2d_layer.h"
 
 namespace mirrored::model {
 
-class MaxPool2DLayer final : public Layer {
+class MaxPool2DLayer final : public Pool2DLayer {
  public:
-  MaxPool2DLayer(std::string name, int size, int stride) : Layer(std::move(name)), size_(size), stride_(stride) {}
-
-  Shape3 Build(Shape3 input, ParameterStore* store) override;
-  void Bind(Backend* backend, ParameterStore* store) override;
-  const float* Forward(int n, const float* x, bool training) override;
-  float* Backward(int n, const float* x, float* dy, bool need_dx, const GradientReadyFn& ready) override;
-
- private:
-  int size_, stride_;
-  PoolSpec spec_;
-  std::unique_ptr<PoolKernel> impl_;
-  DeviceArray y_, dx_;
+  MaxPool2DLayer(std::string name, int size, int stride) : Pool2DLayer(std::move(name), PoolKind::kMax, size, stride) {}
 };
 
 }  // namespace mirrored::model
