@@ -17,6 +17,18 @@ namespace {
 // A probe of a channel failing to connect returns at once; the bound only
 // guards against a channel that connects meanwhile and a slow answer.
 constexpr std::chrono::milliseconds kTlsProbeTimeout{2000};
+// How long one connection attempt (TCP, then HTTP/2's settings, or TLS's
+// handshake) may take before gRPC gives it up and tries again. gRPC takes
+// it from GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, not from the backoff between
+// attempts (initial/max below). At 100 ms, a chief busy accepting 1,024
+// tasks answered too late: every client dropped its half-made connection
+// and made another, ~7 per task, and the chief did all of that work again
+// (bench/RESULTS.md, "Coordination service at scale"). A refused connection
+// (no chief yet) still fails at once and is retried after the backoff.
+constexpr std::chrono::milliseconds kConnectAttemptTimeout{20000};
+// The pause after a failed attempt: from 100 ms, growing to 1 s.
+constexpr std::chrono::milliseconds kReconnectBackoffFirst{100};
+constexpr std::chrono::milliseconds kReconnectBackoffMax{1000};
 
 }  // namespace
 
@@ -25,11 +37,11 @@ std::shared_ptr<grpc::Channel> CoordinationClient::MakeChannel(const std::string
                                                                const std::string& tls_name) {
   DisableMutexDeadlockDetection();  // its cost grows with the calls in flight
   grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(kReconnectBackoffFirst.count()));
   args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);  // as the server (server_limits.h): no pings per heartbeat
   args.SetInt(GRPC_ARG_ENABLE_CHANNELZ, 0);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(kConnectAttemptTimeout.count()));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(kReconnectBackoffMax.count()));
   if (separate_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   // Only a name given explicitly overrides the one gRPC checks (the host of
   // `address`).
