@@ -111,8 +111,11 @@ double ProcessCpuMs() {
 int RunAgentProcess(int argc, char** argv) {
   if (argc != 7) return 2;
   SetLogLevel(LogLevel::kWarning);
-  AgentSlice s{.address = argv[2], .first = std::atoi(argv[3]), .count = std::atoi(argv[4]),
-               .rounds = std::atoi(argv[6])};
+  AgentSlice s;
+  s.address = argv[2];
+  s.first = std::atoi(argv[3]);
+  s.count = std::atoi(argv[4]);
+  s.rounds = std::atoi(argv[6]);
   s.agents.resize(static_cast<size_t>(s.count));
   s.results.resize(static_cast<size_t>(s.count));
   int64_t accepted = 0, registered = 0;
@@ -196,7 +199,9 @@ StatusOr<ClientPhases> ClientProcesses::WaitRegistered() {
 
 void ClientProcesses::Go() {
   for (Child& c : children_) {
-    if (write(c.to_child, "go\n", 3) != 3) MIRRORED_LOG(WARNING) << "client process " << c.pid << " not told to go";
+    if (write(c.to_child, "go\n", 3) != 3) {
+      MIRRORED_LOG(WARNING) << "client process " << c.pid << " not told to go";
+    }
   }
 }
 
