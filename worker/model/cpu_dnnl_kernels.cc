@@ -5,6 +5,8 @@
 #include <map>
 #include <vector>
 
+#include "worker/model/cpu_im2col_weight_gradient.h"
+
 namespace mirrored::model {
 namespace {
 
@@ -94,9 +96,15 @@ class DnnlDense final : public DenseKernel {
 };
 
 // ----------------------------------------------------------------- conv ----
+// Forward and backward data are oneDNN's primitives; the kernel gradient is
+// oneDNN's backward-weights primitive or Im2colWeightGradient (`dw`).
 class DnnlConv final : public ConvKernel {
  public:
-  DnnlConv(DnnlContext* ctx, const ConvSpec& s) : ctx_(ctx), s_(s) {}
+  DnnlConv(DnnlContext* ctx, const ConvSpec& s, ConvWeightGradient dw) : ctx_(ctx), s_(s) {
+    const bool gemm =
+        dw == ConvWeightGradient::kIm2colGemm || (dw == ConvWeightGradient::kFastestMeasured && s.in_c == 1);
+    if (gemm) gemm_dw_ = std::make_unique<Im2colWeightGradient>(s);
+  }
 
   void Forward(int n, const float* x, const float* w, const float* b, float* y) override {
     Prims& p = Get(n);
@@ -117,6 +125,27 @@ class DnnlConv final : public ConvKernel {
                                         {DNNL_ARG_WEIGHTS, Mem(p.bwd_data_pd.weights_desc(), ctx_, wp)},
                                         {DNNL_ARG_DIFF_SRC, Mem(p.x, ctx_, dx)}});
     }
+    if (gemm_dw_ != nullptr) {
+      ctx_->stream.wait();  // dx complete before returning, as on oneDNN's path
+      gemm_dw_->Compute(n, x, dy, dw, db);
+      return;
+    }
+    BackwardWeights(p, x, dy, dw, db);
+  }
+
+ private:
+  struct Prims {
+    memory::desc x, y, b, user_w;
+    dnnl::convolution_forward::primitive_desc fwd_pd;
+    dnnl::convolution_backward_data::primitive_desc bwd_data_pd;
+    dnnl::convolution_backward_weights::primitive_desc bwd_weights_pd;
+    dnnl::convolution_forward fwd;
+    dnnl::convolution_backward_data bwd_data;
+    dnnl::convolution_backward_weights bwd_weights;
+  };
+
+  // oneDNN's backward-weights primitive, its kernel layout reordered to HWIO.
+  void BackwardWeights(Prims& p, const float* x, const float* dy, float* dw, float* db) {
     const memory::desc& dw_md = p.bwd_weights_pd.diff_weights_desc();
     const bool direct = dw_md == p.user_w;
     void* dwp = direct ? static_cast<void*>(dw) : Scratch(dw_scratch_, dw_md.get_size());
@@ -131,17 +160,6 @@ class DnnlConv final : public ConvKernel {
     }
     ctx_->stream.wait();
   }
-
- private:
-  struct Prims {
-    memory::desc x, y, b, user_w;
-    dnnl::convolution_forward::primitive_desc fwd_pd;
-    dnnl::convolution_backward_data::primitive_desc bwd_data_pd;
-    dnnl::convolution_backward_weights::primitive_desc bwd_weights_pd;
-    dnnl::convolution_forward fwd;
-    dnnl::convolution_backward_data bwd_data;
-    dnnl::convolution_backward_weights bwd_weights;
-  };
 
   // Returns `w` itself when the implementation takes HWIO, else a reordered copy.
   const void* Reorder(const memory::desc& user, const memory::desc& want, const float* w, std::vector<float>& buf) {
@@ -179,10 +197,12 @@ class DnnlConv final : public ConvKernel {
         dnnl::convolution_backward_data::desc(alg, p.x, any_w, p.y, strides, pad, pad_r), ctx_->engine, p.fwd_pd);
     auto bw_desc = s_.bias ? dnnl::convolution_backward_weights::desc(alg, p.x, any_w, p.b, p.y, strides, pad, pad_r)
                            : dnnl::convolution_backward_weights::desc(alg, p.x, any_w, p.y, strides, pad, pad_r);
-    p.bwd_weights_pd = dnnl::convolution_backward_weights::primitive_desc(bw_desc, ctx_->engine, p.fwd_pd);
     p.fwd = dnnl::convolution_forward(p.fwd_pd);
     p.bwd_data = dnnl::convolution_backward_data(p.bwd_data_pd);
-    p.bwd_weights = dnnl::convolution_backward_weights(p.bwd_weights_pd);
+    if (gemm_dw_ == nullptr) {
+      p.bwd_weights_pd = dnnl::convolution_backward_weights::primitive_desc(bw_desc, ctx_->engine, p.fwd_pd);
+      p.bwd_weights = dnnl::convolution_backward_weights(p.bwd_weights_pd);
+    }
     return cache_.emplace(n, std::move(p)).first->second;
   }
 
@@ -190,6 +210,7 @@ class DnnlConv final : public ConvKernel {
   ConvSpec s_;
   std::map<int, Prims> cache_;
   std::vector<float> fwd_w_, bwd_w_, dw_scratch_;
+  std::unique_ptr<Im2colWeightGradient> gemm_dw_;  // null: oneDNN's primitive
 };
 
 // ------------------------------------------------------ pointwise conv ----
@@ -396,9 +417,9 @@ class DnnlBatchNorm final : public BatchNormKernel {
 std::unique_ptr<DenseKernel> MakeDnnlDense(DnnlContext* ctx, const DenseSpec& spec) {
   return std::make_unique<DnnlDense>(ctx, spec);
 }
-std::unique_ptr<ConvKernel> MakeDnnlConv(DnnlContext* ctx, const ConvSpec& spec) {
+std::unique_ptr<ConvKernel> MakeDnnlConv(DnnlContext* ctx, const ConvSpec& spec, ConvWeightGradient dw) {
   if (spec.kernel == 1 && !spec.padded()) return std::make_unique<DnnlPointwiseConv>(ctx, spec);
-  return std::make_unique<DnnlConv>(ctx, spec);
+  return std::make_unique<DnnlConv>(ctx, spec, dw);
 }
 std::unique_ptr<PoolKernel> MakeDnnlMaxPool(DnnlContext* ctx, const PoolSpec& spec) {
   return std::make_unique<DnnlPool>(ctx, spec, dnnl::algorithm::pooling_max);

@@ -24,7 +24,16 @@ struct DnnlContext {
 };
 
 std::unique_ptr<DenseKernel> MakeDnnlDense(DnnlContext* ctx, const DenseSpec& spec);
-std::unique_ptr<ConvKernel> MakeDnnlConv(DnnlContext* ctx, const ConvSpec& spec);
+// How a convolution's kernel gradient is computed. kFastestMeasured: im2col
+// + GEMM (cpu_im2col_weight_gradient.h) for a single input channel, 2-3x
+// faster than oneDNN 2.6's backward-weights primitive on the cnn's conv1;
+// that primitive otherwise (as fast on the cnn's conv2, faster on most of
+// resnet's layers; bench/RESULTS.md). The other two force one way (the
+// tests hold the GEMM against the primitive).
+enum class ConvWeightGradient { kFastestMeasured, kOneDnn, kIm2colGemm };
+
+std::unique_ptr<ConvKernel> MakeDnnlConv(DnnlContext* ctx, const ConvSpec& spec,
+                                         ConvWeightGradient dw = ConvWeightGradient::kFastestMeasured);
 std::unique_ptr<PoolKernel> MakeDnnlMaxPool(DnnlContext* ctx, const PoolSpec& spec);
 std::unique_ptr<PoolKernel> MakeDnnlAvgPool(DnnlContext* ctx, const PoolSpec& spec);
 std::unique_ptr<BatchNormKernel> MakeDnnlBatchNorm(DnnlContext* ctx, const BatchNormSpec& spec);
