@@ -200,6 +200,18 @@ TEST(GradientCheck, ResidualBlockProjection) {
   LayerHarness(std::make_unique<ResidualBlock>("b", 4, 2), {6, 6, 2}, 2).Check("residual_projection");
 }
 
+// A three-way sum with its ReLU: ((a + b) + c), then max(., 0).
+TEST(GradientCheck, LayerGraphThreeWaySumWithRelu) {
+  g_eps = 1e-2f;
+  auto g = std::make_unique<LayerGraph>("g");
+  const int a = g->AddLayer(std::make_unique<DenseLayer>("a", 5, false), LayerGraph::kGraphInput);
+  const int b = g->AddLayer(std::make_unique<DenseLayer>("b", 5, false), a);
+  const int c = g->AddLayer(std::make_unique<RescalingLayer>("c", 2.f, 0.5f), a);
+  const int s = g->AddSum("s", {a, b, c}, /*relu=*/true);
+  g->AddLayer(std::make_unique<DenseLayer>("out", 3, false), s);
+  LayerHarness(std::move(g), {1, 1, 6}, 3).Check("graph sum relu");
+}
+
 TEST(GradientCheck, SoftmaxCrossEntropyWeighted) {
   g_eps = 1e-2f;
   auto be = MakeCpuBackend();

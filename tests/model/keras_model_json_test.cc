@@ -109,6 +109,20 @@ TEST(KerasModelJson, Keras2AndKeras3ReadTheSameLayers) {
   }
 }
 
+// An Add whose only reader is a ReLU is one graph node (both in one pass).
+TEST(KerasModelJson, AnAddReadOnlyByAReluBecomesOneGraphNode) {
+  StatusOr<KerasModelJson> m = KerasModelJson::ReadFile(Fixture("keras3_functional_resnet"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  int joined = 0;
+  for (const LayerSpec& s : m->layers()) {
+    const int in = s.inputs[0];
+    const bool after_add = in != LayerGraph::kGraphInput && m->layers()[size_t(in)].kind == LayerKind::kAdd;
+    if (s.kind == LayerKind::kRelu && after_add) ++joined;
+  }
+  EXPECT_EQ(joined, 2);  // block1_out, block2_out
+  EXPECT_EQ(m->BuildGraph()->size(), int(m->layers().size()) - joined);
+}
+
 TEST(KerasModelJson, ReadsWhatTheFixturesSay) {
   StatusOr<KerasModelJson> m = KerasModelJson::ReadFile(Fixture("keras3_sequential_cnn"));
   ASSERT_TRUE(m.ok()) << m.status();

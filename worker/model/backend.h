@@ -181,7 +181,7 @@ class Backend {
   virtual void Relu(const float* x, float* y, size_t count) = 0;
   // dy[i] = 0 where y[i] <= 0 (y is the ReLU's output), in place.
   virtual void ReluMask(const float* y, float* dy, size_t count) = 0;
-  // y = max(a + b, 0): the join of a residual block.
+  // y = max(a + b, 0): the join of a residual block (y may be a).
   virtual void AddRelu(const float* a, const float* b, float* y, size_t count) = 0;
   // dst += src.
   virtual void Accumulate(const float* src, float* dst, size_t count) = 0;

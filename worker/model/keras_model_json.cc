@@ -233,12 +233,32 @@ Status KerasModelJson::CheckFits(Shape3 data, int classes) const {
 }
 
 std::unique_ptr<LayerGraph> KerasModelJson::BuildGraph() const {
+  // An Add whose only reader is a ReLU becomes one node: max(sum, 0).
+  std::vector<int> readers(layers_.size(), 0);
+  for (const LayerSpec& s : layers_)
+    for (int in : s.inputs)
+      if (in != LayerGraph::kGraphInput) ++readers[size_t(in)];
+  auto joins_relu = [&](const LayerSpec& s) {
+    const int in = s.inputs[0];
+    return s.kind == LayerKind::kRelu && in != LayerGraph::kGraphInput &&
+           layers_[size_t(in)].kind == LayerKind::kAdd && readers[size_t(in)] == 1;
+  };
+  std::vector<bool> sum_relu(layers_.size(), false);
+  for (const LayerSpec& s : layers_)
+    if (joins_relu(s)) sum_relu[size_t(s.inputs[0])] = true;
   auto graph = std::make_unique<LayerGraph>(name_);
-  for (const LayerSpec& s : layers_) {
-    if (s.kind == LayerKind::kAdd) {
-      graph->AddSum(s.name, s.inputs);
+  std::vector<int> node(layers_.size());  // spec -> graph node
+  auto node_of = [&](int in) { return in == LayerGraph::kGraphInput ? in : node[size_t(in)]; };
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const LayerSpec& s = layers_[i];
+    if (joins_relu(s)) {
+      node[i] = node_of(s.inputs[0]);
+    } else if (s.kind == LayerKind::kAdd) {
+      std::vector<int> inputs;
+      for (int in : s.inputs) inputs.push_back(node_of(in));
+      node[i] = graph->AddSum(s.name, std::move(inputs), sum_relu[i]);
     } else {
-      graph->AddLayer(MakeLayer(s), s.inputs[0]);
+      node[i] = graph->AddLayer(MakeLayer(s), node_of(s.inputs[0]));
     }
   }
   return graph;

@@ -21,7 +21,7 @@ int LayerGraph::AddLayer(std::unique_ptr<Layer> layer, int input) {
   return size() - 1;
 }
 
-int LayerGraph::AddSum(const std::string& sum_name, std::vector<int> inputs) {
+int LayerGraph::AddSum(const std::string& sum_name, std::vector<int> inputs, bool relu) {
   if (inputs.size() < 2) throw std::invalid_argument("layer " + sum_name + ": a sum needs at least two inputs");
   for (int input : inputs) {
     if (input != kGraphInput && (input < 0 || input >= size()))
@@ -30,6 +30,7 @@ int LayerGraph::AddSum(const std::string& sum_name, std::vector<int> inputs) {
   Node node;
   node.sum_name = sum_name;
   node.inputs = std::move(inputs);
+  node.relu = relu;
   node.dy_copies.resize(node.inputs.size() - 1);
   nodes_.push_back(std::move(node));
   return size() - 1;
@@ -91,17 +92,33 @@ const float* LayerGraph::Forward(int n, const float* x, bool training) {
     if (training && node.consumers > 1) node.grad.Reserve(count);
     if (node.layer) {
       node.y = node.layer->Forward(n, Output(node.inputs[0], x), training);
-      continue;
+    } else {
+      ForwardSum(node, n, x, training);
     }
-    if (training)
-      for (DeviceArray& a : node.dy_copies) a.Reserve(count);
-    float* y = node.sum.Reserve(count);
-    backend_->Copy(Output(node.inputs[0], x), y, count);
-    for (size_t k = 1; k < node.inputs.size(); ++k) backend_->Accumulate(Output(node.inputs[k], x), y, count);
-    node.y = y;
   }
   if (training && input_.consumers > 1) input_.grad.Reserve(size_t(n) * in_.size());
   return nodes_.back().y;
+}
+
+void LayerGraph::ForwardSum(Node& node, int n, const float* x, bool training) {
+  const size_t count = size_t(n) * node.out.size();
+  if (training)
+    for (DeviceArray& a : node.dy_copies) a.Reserve(count);
+  float* y = node.sum.Reserve(count);
+  // ((in0 + in1) + in2) ...: the same order with or without the ReLU.
+  const size_t last = node.inputs.size() - 1;
+  const float* sum = Output(node.inputs[0], x);
+  if (!node.relu || last > 1) {
+    backend_->Copy(sum, y, count);
+    sum = y;
+  }
+  for (size_t k = 1; k < last; ++k) backend_->Accumulate(Output(node.inputs[k], x), y, count);
+  if (node.relu) {
+    backend_->AddRelu(sum, Output(node.inputs[last], x), y, count);
+  } else {
+    backend_->Accumulate(Output(node.inputs[last], x), y, count);
+  }
+  node.y = y;
 }
 
 void LayerGraph::Contribute(int slot, float* g, size_t count) {
@@ -119,6 +136,7 @@ void LayerGraph::Contribute(int slot, float* g, size_t count) {
 
 void LayerGraph::BackwardSum(Node& node, int n) {
   const size_t count = size_t(n) * node.out.size();
+  if (node.relu) backend_->ReluMask(node.y, node.dy, count);
   // Every input gets dy; layers may overwrite theirs, so each input after
   // the first reads its own copy.
   for (size_t k = node.inputs.size(); k-- > 1;) {

@@ -3,10 +3,10 @@
 // as the special case of a chain. Nodes are added in topological order:
 // each reads the graph's input (kGraphInput) or earlier nodes; the last
 // node is the output. A node is a Layer (one input) or a sum of two or more
-// nodes (Keras' Add). Parameters are declared in node order and Backward
-// walks the nodes in reverse, so gradients are reported in strictly
-// decreasing parameter index, as the Layer contract asks. ResidualBlock is
-// the fixed two-path case of it, kept for the zoo's checkpoints.
+// nodes (Keras' Add), optionally followed by a ReLU in the same pass (a
+// residual block's join). Parameters are declared in node order and
+// Backward walks the nodes in reverse, so gradients are reported in
+// strictly decreasing parameter index, as the Layer contract asks.
 //
 //   LayerGraph g("resnet_cifar");
 //   int c = g.AddLayer(std::make_unique<Conv2DLayer>("conv", opts), LayerGraph::kGraphInput);
@@ -30,8 +30,10 @@ class LayerGraph final : public Layer {
   // Add a node reading `input` (an earlier node, or kGraphInput); returns
   // its index. std::invalid_argument for an input that is not earlier.
   int AddLayer(std::unique_ptr<Layer> layer, int input);
-  // y = the sum of `inputs` (two or more, all of one shape, checked by Build).
-  int AddSum(const std::string& name, std::vector<int> inputs);
+  // y = the sum of `inputs` (two or more, all of one shape, checked by
+  // Build); with `relu`, y = max(sum, 0): an Add and the ReLU that alone
+  // reads it, in one pass over the values instead of two.
+  int AddSum(const std::string& name, std::vector<int> inputs, bool relu = false);
   int size() const { return int(nodes_.size()); }
 
   // std::invalid_argument naming the node: a sum of unequal shapes, a node
@@ -48,6 +50,7 @@ class LayerGraph final : public Layer {
     std::unique_ptr<Layer> layer;  // null: a sum
     std::string sum_name;
     std::vector<int> inputs;
+    bool relu = false;             // a sum followed by max(., 0)
     Shape3 out;
     int consumers = 0;             // edges reading this node
     const float* y = nullptr;      // last Forward's output
@@ -62,6 +65,7 @@ class LayerGraph final : public Layer {
   const float* Output(int input, const float* x) const { return input == kGraphInput ? x : nodes_[input].y; }
   // Adds gradient `g` (which the caller gives up) to slot `slot`'s dy.
   void Contribute(int slot, float* g, size_t count);
+  void ForwardSum(Node& node, int n, const float* x, bool training);
   void BackwardSum(Node& node, int n);
 
   std::vector<Node> nodes_;
