@@ -14,14 +14,15 @@
 #include "tests/export/h5_reader.h"
 #include "worker/checkpoint/checkpoint_writer.h"
 #include "worker/checkpoint/model_checkpoint.h"
-#include "worker/export/keras_zoo_json.h"
 #include "worker/model/cpu_backend.h"
+#include "worker/model/keras_zoo_json.h"
 #include "worker/model/optimizer.h"
 
 namespace mirrored {
 namespace {
 
 namespace fs = std::filesystem;
+using model::KerasZooModel;
 using nlohmann::json;
 
 std::string TempDir() {

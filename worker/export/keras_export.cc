@@ -8,8 +8,8 @@
 #include "worker/checkpoint/model_checkpoint.h"
 #include "worker/export/keras_weights_h5.h"
 #include "worker/export/keras_weights_layout.h"
-#include "worker/export/keras_zoo_json.h"
 #include "worker/model/cpu_backend.h"
+#include "worker/model/keras_zoo_json.h"
 
 namespace mirrored {
 namespace {
@@ -57,7 +57,7 @@ StatusOr<KerasExport> ExportKeras(FileEnv* env, const model::ModelChoice& choice
   if (choice.is_keras()) {
     keras_json = choice.RecordedJson();
   } else {
-    MIRRORED_ASSIGN_OR_RETURN(KerasZooModel zoo, KerasZooModel::Build(choice.name(), model.input_shape(), model.classes()));
+    MIRRORED_ASSIGN_OR_RETURN(model::KerasZooModel zoo, model::KerasZooModel::Build(choice.name(), model.input_shape(), model.classes()));
     keras_json = std::move(zoo.json);
     prefixes = std::move(zoo.tensor_prefix);
   }

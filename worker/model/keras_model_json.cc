@@ -4,8 +4,6 @@
 #include <map>
 #include <sstream>
 
-#include "worker/model/keras_layer_config.h"
-
 namespace mirrored::model {
 namespace {
 
@@ -87,18 +85,21 @@ StatusOr<KerasModelJson> KerasModelJson::Parse(std::string_view text, const std:
   return FromJson(parsed, source);
 }
 
-StatusOr<KerasModelJson> KerasModelJson::FromJson(const json& j, const std::string& source) {
+StatusOr<KerasModelJson> KerasModelJson::FromJson(const json& j, const std::string& source,
+                                                  const std::map<std::string, std::string>& tensor_prefix) {
   try {
-    return Read(j, source);
+    return Read(j, source, tensor_prefix);
   } catch (const json::exception& e) {  // a field of an unexpected JSON type
     return InvalidArgumentError(source + ": not a Keras model as model.to_json() writes it (" + e.what() + ")");
   }
 }
 
-StatusOr<KerasModelJson> KerasModelJson::Read(const json& j, const std::string& source) {
+StatusOr<KerasModelJson> KerasModelJson::Read(const json& j, const std::string& source,
+                                              const std::map<std::string, std::string>& tensor_prefix) {
   KerasModelJson m;
   m.source_ = source;
   m.json_ = j;
+  m.tensor_prefix_ = tensor_prefix;
   const std::string kind = j.is_object() ? j.value("class_name", std::string()) : std::string();
   if (!j.is_object() || !j.contains("config") || !j["config"].is_object() || !j["config"].contains("layers") ||
       !j["config"]["layers"].is_array()) {
@@ -122,11 +123,18 @@ StatusOr<KerasModelJson> KerasModelJson::Read(const json& j, const std::string& 
   return m;
 }
 
+StatusOr<KerasLayer> KerasModelJson::ReadLayer(const json& entry) const {
+  StatusOr<KerasLayer> l = ReadKerasLayer(entry);
+  if (!l.ok()) return Fail(l.status().message());
+  if (auto prefix = tensor_prefix_.find(l->name); prefix != tensor_prefix_.end()) l->spec.name = prefix->second;
+  return l;
+}
+
 Status KerasModelJson::ReadSequential(const json& entries) {
   int previous = LayerGraph::kGraphInput;
   for (size_t i = 0; i < entries.size(); ++i) {
-    StatusOr<KerasLayer> l = ReadKerasLayer(entries[i]);
-    if (!l.ok()) return Fail(l.status().message());
+    StatusOr<KerasLayer> l = ReadLayer(entries[i]);
+    if (!l.ok()) return l.status();
     const bool last = i + 1 == entries.size();
     if (l->role == KerasLayer::Role::kInput) {
       if (i != 0) return Fail("layer \"" + l->name + "\" (InputLayer) is not the first layer");
@@ -157,8 +165,8 @@ Status KerasModelJson::ReadFunctional(const json& config) {
   MIRRORED_ASSIGN_OR_RETURN(std::string output_name, OnlyEndpoint(config, "output_layers"));
   std::map<std::string, int> node_of;  // layer name -> node (kGraphInput for the input)
   for (const json& entry : config["layers"]) {
-    StatusOr<KerasLayer> l = ReadKerasLayer(entry);
-    if (!l.ok()) return Fail(l.status().message());
+    StatusOr<KerasLayer> l = ReadLayer(entry);
+    if (!l.ok()) return l.status();
     const std::string where = "layer \"" + l->name + "\" (" + l->keras_class + ")";
     if (node_of.count(l->name)) return Fail(where + ": a second layer of that name");
     if (l->role == KerasLayer::Role::kInput) {

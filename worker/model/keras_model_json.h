@@ -4,13 +4,15 @@
 // input layer's, and the graph is kept as LayerSpecs, made into a fresh
 // LayerGraph per replica. The last softmax is dropped: the loss applies it
 // (sparse categorical cross-entropy on logits). Errors are InvalidArgument
-// naming the file, the layer, its class and the field.
+// naming the file, the layer, its class and the field. The zoo's models
+// (model_zoo.h) are their own Keras JSON read the same way.
 //
 //   StatusOr<KerasModelJson> m = KerasModelJson::ReadFile("model.json");
 //   MIRRORED_RETURN_IF_ERROR(m->CheckFits({32, 32, 3}, 10));   // the data's images and classes
 //   std::unique_ptr<LayerGraph> graph = m->BuildGraph();
 #pragma once
 
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "worker/model/keras_layer_config.h"
 #include "worker/model/layer_graph.h"
 #include "worker/model/layer_spec.h"
 
@@ -27,7 +30,12 @@ class KerasModelJson {
  public:
   // `source` names the text in messages (the file, or "state.json of ckpt-40").
   static StatusOr<KerasModelJson> Parse(std::string_view text, const std::string& source);
-  static StatusOr<KerasModelJson> FromJson(const nlohmann::json& json, const std::string& source);
+  // `tensor_prefix` maps a Keras layer name to its tensors' prefix where
+  // the two differ (the zoo's, keras_zoo_json.h: "block2_shortcut_bn" ->
+  // "block2/shortcut/bn"); other layers' tensors are named after the layer
+  // ("conv/kernel").
+  static StatusOr<KerasModelJson> FromJson(const nlohmann::json& json, const std::string& source,
+                                           const std::map<std::string, std::string>& tensor_prefix = {});
   // NotFound / InvalidArgument naming `path` when it cannot be read.
   static StatusOr<KerasModelJson> ReadFile(const std::string& path);
 
@@ -47,7 +55,10 @@ class KerasModelJson {
 
  private:
   KerasModelJson() = default;
-  static StatusOr<KerasModelJson> Read(const nlohmann::json& json, const std::string& source);
+  static StatusOr<KerasModelJson> Read(const nlohmann::json& json, const std::string& source,
+                                       const std::map<std::string, std::string>& tensor_prefix);
+  // One entry of "layers" (errors naming the file), its tensors named by tensor_prefix_.
+  StatusOr<KerasLayer> ReadLayer(const nlohmann::json& entry) const;
   Status ReadSequential(const nlohmann::json& layers);
   Status ReadFunctional(const nlohmann::json& config);
   Status InferShapes();
@@ -59,6 +70,7 @@ class KerasModelJson {
   int outputs_ = 0;
   std::vector<LayerSpec> layers_;
   nlohmann::json json_;
+  std::map<std::string, std::string> tensor_prefix_;
 };
 
 }  // namespace mirrored::model

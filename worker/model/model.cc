@@ -10,8 +10,9 @@ namespace mirrored::model {
 
 StatusOr<std::unique_ptr<Model>> Model::Create(const std::string& name, std::unique_ptr<Backend> backend,
                                                uint64_t seed, Shape3 input, int classes) {
-  MIRRORED_RETURN_IF_ERROR(CheckZooInput(name, input, classes));
-  MIRRORED_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Layer>> layers, BuildZooLayers(name, classes));
+  MIRRORED_ASSIGN_OR_RETURN(KerasModelJson keras, ReadZooModel(name, input, classes));
+  std::vector<std::unique_ptr<Layer>> layers;
+  layers.push_back(keras.BuildGraph());
   return std::make_unique<Model>(name, std::move(backend), std::move(layers), input, classes, seed);
 }
 

@@ -1,4 +1,4 @@
-#include "worker/export/keras_zoo_json.h"
+#include "worker/model/keras_zoo_json.h"
 
 #include <algorithm>
 #include <utility>
@@ -6,7 +6,7 @@
 
 #include "worker/model/model_zoo.h"
 
-namespace mirrored {
+namespace mirrored::model {
 namespace {
 
 using nlohmann::json;
@@ -57,7 +57,7 @@ json MaxPooling2D(int size) {
 // The "layers" list of a Sequential or Functional model's JSON.
 class LayerList {
  public:
-  LayerList(bool functional, model::Shape3 input) : functional_(functional) {
+  LayerList(bool functional, Shape3 input) : functional_(functional) {
     json config{{"batch_input_shape", {nullptr, input.h, input.w, input.c}},
                 {"dtype", "float32"},
                 {"sparse", false},
@@ -118,9 +118,12 @@ class LayerList {
   std::string last_;
 };
 
-// ResidualBlock (residual_block.h), in the order tf_keras lists a
-// Functional model's layers (deepest first; at equal depth, the main
-// path's before the shortcut's), which names the weights file's groups.
+// A ResNet basic block: conv3x3(stride) -> BN -> ReLU -> conv3x3 -> BN,
+// plus a shortcut (identity, or conv1x1(stride) -> BN when the shape
+// changes), joined by Add -> ReLU; convolutions without bias (BN follows),
+// He-initialised. Listed in the order tf_keras lists a Functional model's
+// layers (deepest first; at equal depth, the main path's before the
+// shortcut's), which names the weights file's groups.
 void AddResidualBlock(LayerList& l, const std::string& block, int filters, int stride, int in_channels) {
   const std::string input = l.last();
   const bool projection = stride != 1 || in_channels != filters;
@@ -139,7 +142,7 @@ void AddResidualBlock(LayerList& l, const std::string& block, int filters, int s
   l.Add(block + "/relu", "ReLU", Relu());
 }
 
-KerasZooModel Mlp(model::Shape3 input, int classes) {
+KerasZooModel Mlp(Shape3 input, int classes) {
   LayerList l(false, input);
   l.Add("flatten", "Flatten", {{"data_format", "channels_last"}});
   l.Add("dense1", "Dense", Dense(256, true));
@@ -148,7 +151,7 @@ KerasZooModel Mlp(model::Shape3 input, int classes) {
   return std::move(l).Model("mlp");
 }
 
-KerasZooModel Cnn(model::Shape3 input, int classes) {
+KerasZooModel Cnn(Shape3 input, int classes) {
   LayerList l(false, input);
   l.Add("conv1", "Conv2D", Conv2D({32, 3, 1, false}, true, true, "GlorotUniform"));
   l.Add("pool1", "MaxPooling2D", MaxPooling2D(2));
@@ -160,7 +163,7 @@ KerasZooModel Cnn(model::Shape3 input, int classes) {
   return std::move(l).Model("cnn");
 }
 
-KerasZooModel Resnet(model::Shape3 input, int classes) {
+KerasZooModel Resnet(Shape3 input, int classes) {
   LayerList l(true, input);
   l.Add("stem/conv", "Conv2D", Conv2D({32, 3, 1, true}, false, false, "HeNormal"));
   l.Add("stem/bn", "BatchNormalization", BatchNormalization());
@@ -175,11 +178,11 @@ KerasZooModel Resnet(model::Shape3 input, int classes) {
 
 }  // namespace
 
-StatusOr<KerasZooModel> KerasZooModel::Build(const std::string& name, model::Shape3 input, int classes) {
-  MIRRORED_RETURN_IF_ERROR(model::CheckZooInput(name, input, classes));
+StatusOr<KerasZooModel> KerasZooModel::Build(const std::string& name, Shape3 input, int classes) {
+  MIRRORED_RETURN_IF_ERROR(CheckZooInput(name, input, classes));
   if (name == "mlp") return Mlp(input, classes);
   if (name == "cnn") return Cnn(input, classes);
   return Resnet(input, classes);
 }
 
-}  // namespace mirrored
+}  // namespace mirrored::model
