@@ -37,6 +37,25 @@ Status WriteFileAtomically(FileEnv* env, const std::string& dir, const std::stri
   return s;
 }
 
+StatusOr<std::string> PublishDirectory(FileEnv* env, const std::string& dir, const std::string& temp,
+                                       const std::string& name, const std::string& aside_prefix) {
+  const std::string target = JoinPath(dir, name);
+  std::string replaced;
+  if (env->FileExists(target)) {
+    Status swapped = env->Exchange(temp, target);
+    if (swapped.ok()) {
+      MIRRORED_RETURN_IF_ERROR(env->SyncDir(dir));
+      return temp;
+    }
+    if (swapped.code() != StatusCode::kUnimplemented) return swapped;
+    replaced = JoinPath(dir, aside_prefix + RandomHexSuffix());
+    MIRRORED_RETURN_IF_ERROR(env->Rename(target, replaced));
+  }
+  MIRRORED_RETURN_IF_ERROR(env->Rename(temp, target));
+  MIRRORED_RETURN_IF_ERROR(env->SyncDir(dir));
+  return replaced;
+}
+
 std::string RandomHexSuffix() {
   static std::mutex mu;
   static std::mt19937_64 rng([] {

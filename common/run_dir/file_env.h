@@ -74,6 +74,18 @@ Status CreateDirIfMissing(FileEnv* env, const std::string& path);
 Status WriteFileAtomically(FileEnv* env, const std::string& dir, const std::string& name,
                            std::string_view content, const std::string& temp_prefix);
 
+// Puts directory `temp` (complete and fsynced, in `dir`) at `dir`/`name`:
+// renamed there, or, when `name` exists, swapped with it atomically
+// (Exchange), since rename(2) cannot replace a non-empty directory. Where
+// the file system cannot exchange (e.g. NFS), the old `name` is first
+// renamed aside to "<dir>/<aside_prefix><random>": a reader then briefly
+// finds none, never a mix. Fsyncs `dir`. Returns where the replaced version
+// lies now (empty: there was none), for the caller to remove. After an
+// error `temp` may still exist (holding the new or, once swapped, the old
+// version); the caller removes it.
+StatusOr<std::string> PublishDirectory(FileEnv* env, const std::string& dir, const std::string& temp,
+                                       const std::string& name, const std::string& aside_prefix);
+
 // 16 hex digits from a process-wide random generator, for temporary names.
 std::string RandomHexSuffix();
 

@@ -1,5 +1,6 @@
 // The zoo's Keras JSON builds the zoo's model (the same tensors, the same
-// logits), ExportKeras writes what the model holds, and --export's
+// logits), ExportKeras writes what the model holds, as a pair that replaces
+// the previous one whole whatever file operation fails, and --export's
 // ExportCheckpoint reads checkpoints, refusing damaged ones (exit 2).
 #include "worker/export/keras_export.h"
 
@@ -12,6 +13,7 @@
 
 #include "common/run_dir/checkpoint_index.h"
 #include "tests/export/h5_reader.h"
+#include "tests/util/fault_injecting_file_env.h"
 #include "worker/checkpoint/checkpoint_writer.h"
 #include "worker/checkpoint/model_checkpoint.h"
 #include "worker/model/cpu_backend.h"
@@ -125,6 +127,98 @@ TEST(ExportKerasTest, WritesTheStoresTensorsInKerasGroupsAndTheJson) {
   EXPECT_EQ(written, KerasZooModel::Build("cnn", {28, 28, 1}, 10)->json);
   for (const auto& entry : fs::directory_iterator(dir))  // no temporary file left
     EXPECT_EQ(entry.path().filename().string().rfind(".tmp-", 0), std::string::npos) << entry.path();
+}
+
+// Every entry of `dir` (a file name -> its bytes); {} when `dir` is missing.
+std::map<std::string, std::string> ReadDir(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  if (!fs::exists(dir)) return files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    files[entry.path().filename().string()] = std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  return files;
+}
+
+void WriteText(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+// The siblings an export leaves beside its directory (none when it ends).
+std::vector<std::string> TempSiblings(const std::string& parent) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(parent))
+    if (entry.path().filename().string().rfind(".tmp-", 0) == 0) names.push_back(entry.path().filename().string());
+  return names;
+}
+
+TEST(ExportKerasTest, ReplacesAPreviousExportWhole) {
+  const std::string parent = TempDir(), dir = parent + "/export";
+  fs::create_directory(dir);
+  WriteText(dir + "/model.json", "{\"stale\": true}");
+  WriteText(dir + "/model.weights.h5", "stale");
+  WriteText(dir + "/.tmp-model.json-0123456789abcdef", "what a crashed earlier version left");
+  const model::ModelChoice cnn = model::ModelChoice::Zoo("cnn");
+  auto model = Create(cnn, {10, 10, 1}, 3, 5);
+  StatusOr<KerasExport> e = ExportKeras(FileEnv::Default(), cnn, *model, dir);
+  ASSERT_TRUE(e.ok()) << e.status();
+  const std::map<std::string, std::string> files = ReadDir(dir);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(json::parse(files.at("model.json")), KerasZooModel::Build("cnn", {10, 10, 1}, 3)->json);
+  EXPECT_NE(files.at("model.weights.h5"), "stale");
+  EXPECT_EQ(TempSiblings(parent), std::vector<std::string>{});
+}
+
+TEST(ExportKerasTest, RefusesToReplaceADirectoryOfOtherFiles) {
+  const std::string dir = TempDir();  // e.g. --export-dir ~/models
+  WriteText(dir + "/notes.txt", "mine");
+  const model::ModelChoice cnn = model::ModelChoice::Zoo("cnn");
+  auto model = Create(cnn, {10, 10, 1}, 3, 5);
+  StatusOr<KerasExport> e = ExportKeras(FileEnv::Default(), cnn, *model, dir);
+  ASSERT_EQ(e.status().code(), StatusCode::kInvalidArgument) << e.status();
+  EXPECT_NE(e.status().message().find("notes.txt"), std::string::npos) << e.status();
+  EXPECT_EQ(ReadDir(dir), (std::map<std::string, std::string>{{"notes.txt", "mine"}}));
+}
+
+// Whichever file operation fails, or "crashes" (what was not fsynced is
+// then lost), RUN_DIR/export holds the previous pair or the new pair:
+// never a new model.json beside old weights, nor one file alone.
+TEST(ExportKerasTest, AFailureAtAnyFileOperationLeavesTheOldPairOrTheNewOne) {
+  using Mode = FaultInjectingFileEnv::Mode;
+  // Another model before (another JSON and other weights): a mix shows.
+  const model::ModelChoice mlp = model::ModelChoice::Zoo("mlp"), cnn = model::ModelChoice::Zoo("cnn");
+  auto old_model = Create(mlp, {10, 10, 1}, 3, 1), new_model = Create(cnn, {10, 10, 1}, 3, 2);
+  const std::string pristine = TempDir() + "/export";
+  ASSERT_TRUE(ExportKeras(FileEnv::Default(), mlp, *old_model, pristine).ok());
+  const std::map<std::string, std::string> old_files = ReadDir(pristine);
+  std::map<std::string, std::string> new_files;
+  int64_t operations = 0;
+  {
+    const std::string dir = TempDir() + "/export";
+    fs::copy(pristine, dir, fs::copy_options::recursive);
+    FaultInjectingFileEnv env(FileEnv::Default());
+    ASSERT_TRUE(ExportKeras(&env, cnn, *new_model, dir).ok());
+    operations = env.operation_count();
+    new_files = ReadDir(dir);
+  }
+  ASSERT_EQ(old_files.size(), 2u);
+  ASSERT_NE(old_files.at("model.json"), new_files.at("model.json"));
+  ASSERT_NE(old_files.at("model.weights.h5"), new_files.at("model.weights.h5"));
+  ASSERT_GT(operations, 8);
+  for (Mode mode : {Mode::kFail, Mode::kCrash}) {
+    for (int64_t n = 0; n < operations; ++n) {
+      SCOPED_TRACE((mode == Mode::kFail ? "fail" : "crash") + std::string(" at operation ") + std::to_string(n));
+      const std::string parent = TempDir(), dir = parent + "/export";
+      fs::copy(pristine, dir, fs::copy_options::recursive);
+      FaultInjectingFileEnv env(FileEnv::Default());
+      env.InjectFault(mode, n);
+      const Status written = ExportKeras(&env, cnn, *new_model, dir).status();
+      if (mode == Mode::kCrash) ASSERT_TRUE(env.DropUnsyncedState().ok());
+      const std::map<std::string, std::string> found = ReadDir(dir);
+      EXPECT_TRUE(found == old_files || found == new_files) << "export/ holds a mix: " << written;
+      if (mode == Mode::kFail && found == old_files) {
+        EXPECT_FALSE(written.ok()) << "the export said it wrote the new pair";
+      }
+    }
+  }
 }
 
 // A Keras model with BatchNormalization and a Conv2D without bias, as a

@@ -243,25 +243,14 @@ Status CheckpointWriter::WriteNow(const CheckpointContents& contents) {
       MIRRORED_RETURN_IF_ERROR(f->Close());
     }
     MIRRORED_RETURN_IF_ERROR(env_->SyncDir(temp));
-    if (env_->FileExists(final_dir)) {
-      // A job redoing a step (e.g. the final checkpoint right after a
-      // resume). rename(2) cannot replace a non-empty directory; swap the two
-      // atomically instead, so ckpt-<step> is always one complete version.
-      MIRRORED_LOG(WARNING) << final_dir << " exists already; replacing it";
-      Status swapped = env_->Exchange(temp, final_dir);
-      if (swapped.ok()) {
-        replaced = temp;
-        return env_->SyncDir(dir);
-      }
-      if (swapped.code() != StatusCode::kUnimplemented) return swapped;
-      // No RENAME_EXCHANGE (e.g. NFS): two renames. Between them readers
-      // fall back to the previous step's checkpoint.
-      replaced =
-          JoinPath(dir, std::string(kTempPrefix) + "replaced-" + name + "-" + RandomHexSuffix());
-      MIRRORED_RETURN_IF_ERROR(env_->Rename(final_dir, replaced));
-    }
-    MIRRORED_RETURN_IF_ERROR(env_->Rename(temp, final_dir));
-    return env_->SyncDir(dir);
+    // A job redoing a step (e.g. the final checkpoint right after a resume)
+    // replaces ckpt-<step> whole, so it is always one complete version;
+    // without RENAME_EXCHANGE (e.g. NFS) readers fall back to the previous
+    // step's checkpoint for a moment.
+    MIRRORED_ASSIGN_OR_RETURN(replaced, PublishDirectory(env_, dir, temp, name,
+                                                         std::string(kTempPrefix) + "replaced-" + name + "-"));
+    if (!replaced.empty()) MIRRORED_LOG(WARNING) << final_dir << " existed already; replaced it";
+    return OkStatus();
   }();
   if (!s.ok()) {
     // Best effort (the next writer retries). After a failed SyncDir following

@@ -14,6 +14,74 @@
 namespace mirrored {
 namespace {
 
+std::string Parent(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  const size_t slash = p.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : p.substr(0, slash);
+}
+
+std::string BaseName(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  const size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+constexpr char kTempPrefix[] = ".tmp-";
+
+// Refuses to replace a directory that holds anything but an export's files
+// (and temporary ones a crash left): --export-dir may name a user's own.
+Status CheckReplaceable(FileEnv* env, const std::string& export_dir) {
+  if (!env->FileExists(export_dir)) return OkStatus();
+  MIRRORED_ASSIGN_OR_RETURN(std::vector<std::string> entries, env->ListDir(export_dir));
+  for (const std::string& e : entries) {
+    if (e != kKerasJsonFileName && e != kKerasWeightsFileName && e.rfind(kTempPrefix, 0) != 0) {
+      return InvalidArgumentError("export directory " + export_dir + " holds \"" + e + "\", which is not an export's " +
+                                  "file; the export replaces the directory whole: give a new or empty one");
+    }
+  }
+  return OkStatus();
+}
+
+// Removes what an export that crashed left beside the directory (best
+// effort): its temporary directory, or the version it replaced.
+void RemoveStraySiblings(FileEnv* env, const std::string& parent, const std::string& prefix) {
+  StatusOr<std::vector<std::string>> entries = env->ListDir(parent);
+  if (!entries.ok()) return;
+  for (const std::string& e : *entries)
+    if (e.rfind(prefix, 0) == 0) (void)env->RemoveTree(JoinPath(parent, e));
+}
+
+// Writes `files` (name, bytes) into a new directory beside `export_dir`,
+// then puts it in place of `export_dir` whole (PublishDirectory): a reader
+// finds the previous pair or the new one, never a new JSON beside old
+// weights; a crash or an error leaves the previous pair.
+Status WriteExportDir(FileEnv* env, const std::string& export_dir,
+                      const std::vector<std::pair<std::string, std::string>>& files) {
+  MIRRORED_RETURN_IF_ERROR(CheckReplaceable(env, export_dir));
+  const std::string parent = Parent(export_dir), name = BaseName(export_dir);
+  RemoveStraySiblings(env, parent, kTempPrefix + name + "-");
+  const std::string temp = JoinPath(parent, kTempPrefix + name + "-" + RandomHexSuffix());
+  StatusOr<std::string> replaced = [&]() -> StatusOr<std::string> {
+    MIRRORED_RETURN_IF_ERROR(env->CreateDir(temp));
+    for (const auto& [file_name, bytes] : files) {
+      MIRRORED_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f, env->NewWritableFile(JoinPath(temp, file_name)));
+      MIRRORED_RETURN_IF_ERROR(f->Append(bytes));
+      MIRRORED_RETURN_IF_ERROR(f->Sync());
+      MIRRORED_RETURN_IF_ERROR(f->Close());
+    }
+    MIRRORED_RETURN_IF_ERROR(env->SyncDir(temp));
+    return PublishDirectory(env, parent, temp, name, kTempPrefix + name + "-replaced-");
+  }();
+  if (!replaced.ok()) {
+    if (env->FileExists(temp)) (void)env->RemoveTree(temp);  // best effort
+    return replaced.status();
+  }
+  if (!replaced->empty()) (void)env->RemoveTree(*replaced);  // best effort: a stray .tmp- sibling
+  return OkStatus();
+}
+
 // Where a checkpoint tensor lies: the host buffer of its kind and its place.
 struct TensorPlace {
   const std::vector<float>* buffer;
@@ -72,11 +140,8 @@ StatusOr<KerasExport> ExportKeras(FileEnv* env, const model::ModelChoice& choice
   out.json_path = JoinPath(export_dir, kKerasJsonFileName);
   out.weight_layers = static_cast<int>(groups.size());
   MIRRORED_ASSIGN_OR_RETURN(std::string h5, EncodeKerasWeightsH5(groups, out.weights_path));
-  MIRRORED_RETURN_IF_ERROR(CreateDirIfMissing(env, export_dir));
-  MIRRORED_RETURN_IF_ERROR(
-      WriteFileAtomically(env, export_dir, kKerasWeightsFileName, h5, std::string(".tmp-") + kKerasWeightsFileName + "-"));
-  MIRRORED_RETURN_IF_ERROR(WriteFileAtomically(env, export_dir, kKerasJsonFileName, keras_json.dump(2) + "\n",
-                                               std::string(".tmp-") + kKerasJsonFileName + "-"));
+  MIRRORED_RETURN_IF_ERROR(WriteExportDir(env, export_dir, {{kKerasJsonFileName, keras_json.dump(2) + "\n"},
+                                                            {kKerasWeightsFileName, std::move(h5)}}));
   return out;
 }
 
@@ -89,20 +154,6 @@ Status ExportFinalWeights(const model::ModelChoice& choice, model::Model& model,
 }
 
 namespace {
-
-std::string Parent(const std::string& path) {
-  std::string p = path;
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
-  const size_t slash = p.rfind('/');
-  return slash == std::string::npos ? "." : slash == 0 ? "/" : p.substr(0, slash);
-}
-
-std::string BaseName(const std::string& path) {
-  std::string p = path;
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
-  const size_t slash = p.rfind('/');
-  return slash == std::string::npos ? p : p.substr(slash + 1);
-}
 
 // The checkpoint `path` names, and the run directory's export/ (empty when
 // it lies in none). A damaged or missing one is InvalidArgument (exit 2):

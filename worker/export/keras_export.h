@@ -1,9 +1,10 @@
 // A model's weights as Keras loads them: EXPORT_DIR/model.json (the Keras
 // model: --model-json's as given, or the zoo model's, keras_zoo_json.h) and
-// EXPORT_DIR/model.weights.h5 (keras_weights_h5.h), each written to a
-// temporary name, fsynced and renamed. The chief writes RUN_DIR/export/ at
-// the end of training; `mirrored-worker --export CKPT_DIR` writes it for any
-// checkpoint.
+// EXPORT_DIR/model.weights.h5 (keras_weights_h5.h), written as a pair: both
+// into a temporary directory beside EXPORT_DIR, fsynced, which then takes
+// EXPORT_DIR's place whole (so a new JSON never sits beside old weights).
+// The chief writes RUN_DIR/export/ at the end of training;
+// `mirrored-worker --export CKPT_DIR` writes it for any checkpoint.
 //
 //   MIRRORED_ASSIGN_OR_RETURN(KerasExport e, ExportKeras(FileEnv::Default(), choice, *model, run_dir + "/export"));
 //   StatusOr<KerasExport> e = ExportCheckpoint(FileEnv::Default(), "runs/x/checkpoints/ckpt-40", "");
@@ -36,9 +37,11 @@ struct KerasExport {
 };
 
 // Writes `model`'s weights (the model `choice` built) and its Keras JSON
-// into `export_dir`, made if missing. Errors: Internal naming a tensor the
-// Keras model has no place for (or lacks), or the HDF5 call; the file
-// error naming the path.
+// as `export_dir`, replacing a previous export there whole (its parent must
+// exist). Errors: Internal naming a tensor the Keras model has no place
+// for (or lacks), or the HDF5 call; InvalidArgument when `export_dir` holds
+// other files than an export's (it would be replaced); the file error
+// naming the path. On an error the previous export is left as it was.
 StatusOr<KerasExport> ExportKeras(FileEnv* env, const model::ModelChoice& choice, model::Model& model,
                                   const std::string& export_dir);
 
