@@ -1,7 +1,8 @@
-"""Trains short jobs with mirrored, loads RUN_DIR/export/ in tf_keras and
-checks Keras' test accuracy and loss against mirrored's evaluator.
+"""Trains short jobs with mirrored, loads RUN_DIR/export/ in tf_keras (or,
+for a model Keras 3 wrote, in Keras 3) and checks Keras' test accuracy and
+loss against mirrored's evaluator.
 
-  keras_load_interop.py BIN_DIR [MODEL...]   MODEL: mlp, cnn, resnet, keras-bn
+  keras_load_interop.py BIN_DIR [MODEL...]   MODEL: mlp, cnn, resnet, keras-bn, keras3-mlp
 """
 import filecmp
 import gzip
@@ -16,6 +17,9 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 DATA = "/usr/share/datasets/fashion-mnist"
+HERE = os.path.dirname(os.path.abspath(__file__))
+# A Functional model Keras 3's own to_json() wrote (tests/model/keras/make_fixtures.py).
+KERAS3_MLP = os.path.join(HERE, "..", "model", "keras", "keras3_mlp.json")
 STEPS = 40
 JOB_TIMEOUT_S = 240
 
@@ -49,6 +53,8 @@ def train(bin_dir, model, tmp):
     if model == "keras-bn":
         keras_bn_json(os.path.join(tmp, "bn.json"))
         flags += ["--model-json", os.path.join(tmp, "bn.json")]
+    elif model == "keras3-mlp":
+        flags += ["--model-json", KERAS3_MLP]
     else:
         flags += ["--model", model]
     cmd = [os.path.join(bin_dir, "mirrored-launch"), "local", "--workers", "2", "--cpu-replicas", "1",
@@ -116,10 +122,14 @@ def keras3_predict(text, weights, x):
     return model.predict(x, batch_size=1000, verbose=0).astype("float64")
 
 
-def keras_figures(run, x, y):
-    """Keras' accuracy and loss of RUN_DIR/export on the test set."""
+def keras_figures(run, x, y, keras3_wrote_it=False):
+    """Keras' accuracy and loss of RUN_DIR/export on the test set: in tf_keras, or in Keras 3 for a model
+    JSON Keras 3 wrote (tf_keras cannot read it)."""
     import numpy as np
-    import tf_keras as keras
+    if keras3_wrote_it:
+        import keras
+    else:
+        import tf_keras as keras
     export = os.path.join(run, "export")
     with open(os.path.join(export, "model.json")) as f:
         text = f.read()
@@ -136,7 +146,7 @@ def keras_figures(run, x, y):
     else:  # logits, as mirrored's zoo models give
         m = out.max(axis=1, keepdims=True)
         log_p = out - m - np.log(np.exp(out - m).sum(axis=1, keepdims=True))
-    if json.loads(text).get("module"):  # the zoo's (a tf_keras model's own JSON Keras 3 cannot read)
+    if json.loads(text).get("module") and not keras3_wrote_it:  # the zoo's (a tf_keras model's own JSON Keras 3 cannot read)
         # Keras 3 builds it from the same JSON and loads the same file.
         keras3_out = keras3_predict(text, os.path.join(export, "model.weights.h5"), x)
         if not np.allclose(keras3_out, out, rtol=1e-4, atol=1e-4):
@@ -168,7 +178,7 @@ def main():
         for model in models:
             run, ev = train(bin_dir, model, tmp)
             check_export_flag(bin_dir, run, tmp, model)
-            accuracy, loss = keras_figures(run, x, y)
+            accuracy, loss = keras_figures(run, x, y, keras3_wrote_it=model.startswith("keras3-"))
             print(f"{model}: evaluator accuracy {ev['accuracy']:.6f} loss {ev['loss']:.6f}; "
                   f"Keras accuracy {accuracy:.6f} loss {loss:.6f}", flush=True)
             if abs(accuracy - ev["accuracy"]) > 1e-4:
