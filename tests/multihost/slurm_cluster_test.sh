@@ -4,7 +4,9 @@
 # slurmctld, slurmd) configured on localhost under a temporary directory, then
 #   srun    srun -n 2 mirrored-launch cluster --from-slurm -- --model mlp ...
 #           must train to completion with both tasks exiting 0 and printing
-#           the same weights fingerprint.
+#           the same weights fingerprint; then the same step with a user's
+#           program after `--` (tests/launcher/user_program.py), which must
+#           get its TF_CONFIG and ranks from Slurm and meet the other task.
 #   sbatch  the real deploy/slurm/train.sbatch, submitted with sbatch and
 #           only what one node without GPUs needs overridden on its command
 #           line and in its environment (slurm_sbatch_jobs.sh):
@@ -321,8 +323,34 @@ run_srun_mode() {
   log "PASS: srun -n 2 trained $STEPS steps on node $NODE, both tasks exit 0 with weights fingerprint ${fps[0]}"
 }
 
+# A user's program in place of mirrored-worker (docs/user-programs.md): the
+# same step, `-- python3 user_program.py`. Each task must get its TF_CONFIG
+# address from Slurm, bind it itself and reach the other task's, with
+# torch.distributed's ranks in Slurm's order.
+run_program_step() {
+  local rc t program
+  program="$TEST_DIR/../launcher/user_program.py"
+  timeout "$SRUN_DEADLINE" srun -n 2 -N 1 --overcommit --kill-on-bad-exit=1 --time=5 --job-name=mirrored-program \
+    "$LAUNCH" cluster --from-slurm --slurm-port-base "$WORKER_PORT_BASE" --run-dir "$WORK/program-run" \
+    --grace-period 2 -- python3 "$program" --tag slurm >"$WORK/program.out" 2>&1 &
+  wait $!
+  rc=$?
+  ((rc == 124)) && fail "srun of the user program did not finish within ${SRUN_DEADLINE}s"
+  ((rc == 0)) || { tail -n 20 "$WORK/program.out"; fail "srun of the user program exited $rc, expected 0"; }
+  for t in 0 1; do
+    grep -q "^\[worker:$t\] worker:$t tag=slurm RANK=$t WORLD_SIZE=2 LOCAL_RANK=$t MASTER_ADDR=" "$WORK/program.out" ||
+      { tail -n 20 "$WORK/program.out"; fail "worker:$t's program did not get RANK=$t of 2 from the Slurm step"; }
+    grep -q "^\[worker:$t\] worker:$t done" "$WORK/program.out" ||
+      { tail -n 20 "$WORK/program.out"; fail "worker:$t's program did not meet the other task"; }
+  done
+  log "PASS: srun -n 2 ran python3 user_program.py under mirrored-launch: both bound their TF_CONFIG ports and met"
+}
+
 case $MODE in
-  srun) run_srun_mode ;;
+  srun)
+    run_srun_mode
+    run_program_step
+    ;;
   sbatch)
     # shellcheck source-path=SCRIPTDIR source=slurm_sbatch_jobs.sh
     source "$TEST_DIR/slurm_sbatch_jobs.sh" || fail "cannot read $TEST_DIR/slurm_sbatch_jobs.sh"
