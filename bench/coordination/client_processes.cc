@@ -108,6 +108,13 @@ double ProcessCpuMs() {
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
+bool ReportBarriersAndWaitForExit(double rtt_ms, double cpu_ms, const std::string& error) {
+  std::printf("barriers %.3f %.1f %s\n", rtt_ms, cpu_ms, error.c_str());
+  std::fflush(stdout);
+  std::string line;
+  return std::getline(std::cin, line) && line == "exit";
+}
+
 int RunAgentProcess(int argc, char** argv) {
   if (argc != 7) return 2;
   SetLogLevel(LogLevel::kWarning);
@@ -125,11 +132,13 @@ int RunAgentProcess(int argc, char** argv) {
   std::fflush(stdout);
   std::string go;
   if (!std::getline(std::cin, go) || go != "go") return 1;
+  const double cpu0 = ProcessCpuMs();
   const double barrier_ms = RunBarriers(s);
+  if (!ReportBarriersAndWaitForExit(barrier_ms, ProcessCpuMs() - cpu0, Errors(s.results, s.first))) return 1;
   OnEveryAgent(s.count, [&](int i) {
     if (s.results[static_cast<size_t>(i)].ok()) s.results[static_cast<size_t>(i)] = s.agents[static_cast<size_t>(i)]->Shutdown();
   });
-  std::printf("done %.3f %lld %s\n", barrier_ms, static_cast<long long>(NowNs()), Errors(s.results, s.first).c_str());
+  std::printf("done %lld %s\n", static_cast<long long>(NowNs()), Errors(s.results, s.first).c_str());
   std::fflush(stdout);
   s.agents.clear();
   return 0;
@@ -197,12 +206,32 @@ StatusOr<ClientPhases> ClientProcesses::WaitRegistered() {
   return phases;
 }
 
-void ClientProcesses::Go() {
+void ClientProcesses::Tell(const std::string& word) {
+  const std::string line = word + "\n";
   for (Child& c : children_) {
-    if (write(c.to_child, "go\n", 3) != 3) {
-      MIRRORED_LOG(WARNING) << "client process " << c.pid << " not told to go";
+    if (write(c.to_child, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+      MIRRORED_LOG(WARNING) << "client process " << c.pid << " not told to " << word;
     }
   }
+}
+
+Status ClientProcesses::WaitBarriers(ClientPhases* phases) {
+  Status first = OkStatus();
+  for (Child& c : children_) {
+    StatusOr<std::string> line = ReadLine(c);
+    std::istringstream in(line.ok() ? *line : "");
+    std::string word, error;
+    double rtt = -1, cpu = 0;
+    in >> word >> rtt >> cpu >> std::ws;
+    std::getline(in, error);
+    if (rtt >= 0) phases->barrier_ms = rtt;
+    phases->barriers_cpu_ms += cpu;
+    if (first.ok() && (!line.ok() || word != "barriers" || error != "ok")) {
+      first = InternalError("client process " + std::to_string(c.pid) + ": " +
+                            (line.ok() ? *line : line.status().ToString()));
+    }
+  }
+  return first;
 }
 
 Status ClientProcesses::WaitDone(ClientPhases* phases) {
@@ -211,19 +240,18 @@ Status ClientProcesses::WaitDone(ClientPhases* phases) {
     StatusOr<std::string> line = ReadLine(c);
     std::istringstream in(line.ok() ? *line : "");
     std::string word, error;
-    double barrier = -1;
     long long exited = 0;
-    in >> word >> barrier >> exited >> std::ws;
+    in >> word >> exited >> std::ws;
     std::getline(in, error);
-    if (barrier >= 0) phases->barrier_ms = barrier;
     phases->exited_ns = std::max<int64_t>(phases->exited_ns, exited);
     int wstatus = 0;
-    waitpid(c.pid, &wstatus, 0);
+    const pid_t pid = c.pid;
+    waitpid(pid, &wstatus, 0);
     c.pid = -1;  // reaped
     close(c.to_child);
     close(c.from_child);
     if (first.ok() && (!line.ok() || word != "done" || error != "ok" || wstatus != 0)) {
-      first = InternalError("client process " + std::to_string(c.pid) + ": " +
+      first = InternalError("client process " + std::to_string(pid) + ": " +
                             (line.ok() ? *line : line.status().ToString()) + " (wait status " +
                             std::to_string(wstatus) + ")");
     }

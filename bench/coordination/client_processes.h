@@ -6,12 +6,16 @@
 //
 //   parent:  ClientProcesses procs = ClientProcesses::Spawn(argv0, address, n, 4, rounds);
 //            procs.WaitRegistered() -> the slowest accept and registration;
-//            procs.Go(); procs.WaitDone() -> barrier RTT, exit barrier
+//            procs.Go(); procs.WaitBarriers() -> barrier RTT, the clients' CPU;
+//            procs.Exit(); procs.WaitDone() -> exit barrier
 //   child:   return RunAgentProcess(argc, argv);
 //
-// Child protocol, one line each way: "registered <accepted ns> <registered
-// ns> <its CPU ms so far> <error or ok>"; the parent answers "go"; then "done <barrier ms>
-// <exit barrier end ns> <error or ok>". Times are steady_clock
+// Child protocol, a line at a time: "registered <accepted ns> <registered
+// ns> <its CPU ms so far> <error or ok>"; the parent answers "go"; the child
+// runs its barrier rounds and says "barriers <first agent's RTT ms, -1 but in
+// the first child> <its CPU ms in the rounds> <error or ok>"; the parent
+// answers "exit"; the child passes the exit barrier and says "done <exit
+// barrier end ns> <error or ok>". Times are steady_clock
 // (CLOCK_MONOTONIC), the same clock in every process of the machine.
 #pragma once
 
@@ -30,6 +34,7 @@ struct ClientPhases {
   int64_t registered_ns = 0;  // the last agent's Connect() returned
   double clients_cpu_ms = 0;  // the children's CPU until then, all together
   double barrier_ms = 0;      // first agent's barrier RTT, mean of the rounds after the first
+  double barriers_cpu_ms = 0; // the children's CPU in all their barrier rounds, all together
   int64_t exited_ns = 0;      // the last agent's Shutdown() returned
 };
 
@@ -41,9 +46,12 @@ class ClientProcesses {
                                          bool light);
   // The latest accept and registration over all children. Errors: a child's.
   StatusOr<ClientPhases> WaitRegistered();
-  // Lets the children run their barriers and exit barrier.
-  void Go();
-  // Fills barrier_ms and exited_ns. Errors: a child's, or its exit status.
+  // Lets the children run their barrier rounds; then their exit barrier.
+  void Go() { Tell("go"); }
+  // Fills barrier_ms and barriers_cpu_ms. Errors: a child's.
+  Status WaitBarriers(ClientPhases* phases);
+  void Exit() { Tell("exit"); }
+  // Fills exited_ns. Errors: a child's, or its exit status.
   Status WaitDone(ClientPhases* phases);
 
   // A child not waited for by WaitDone (an error before it, or midway
@@ -61,6 +69,7 @@ class ClientProcesses {
     std::string pending;  // read, not yet a whole line
   };
   StatusOr<std::string> ReadLine(Child& child);
+  void Tell(const std::string& word);
   std::vector<Child> children_;
 };
 
@@ -69,5 +78,9 @@ int RunAgentProcess(int argc, char** argv);
 
 // This process's CPU time so far (CLOCK_PROCESS_CPUTIME_ID), in ms.
 double ProcessCpuMs();
+
+// The child's side of the protocol after its barrier rounds: says
+// "barriers ...", waits for "exit"; false when not told to.
+bool ReportBarriersAndWaitForExit(double rtt_ms, double cpu_ms, const std::string& error);
 
 }  // namespace mirrored::coordination

@@ -174,12 +174,15 @@ std::string HeartbeatUntilGo(std::vector<LightTask>& tasks) {
   return told ? error : "not told to go";
 }
 
+// Mean RTT of the rounds after the first, as task 0 sees it (-1 in the other
+// processes).
 double BarrierRounds(std::vector<LightTask>& tasks, int first, int rounds, std::string* error) {
   double sum = 0;
   for (int r = 0; r < rounds && *error == "ok"; ++r) {
     int64_t first_done = 0;
     const int64_t t0 = NowNs();
-    *error = BarrierAll(tasks, "bench/" + std::to_string(r), &first_done);
+    const std::string name = "bench/" + std::to_string(r);
+    *error = BarrierAll(tasks, name, &first_done);
     if (r > 0) sum += static_cast<double>(first_done - t0) / 1e6;
   }
   return first == 0 && rounds > 1 ? sum / (rounds - 1) : -1;
@@ -209,9 +212,11 @@ int RunLightAgentProcess(int argc, char** argv) {
   std::fflush(stdout);
   if (error != "ok") return 1;
   error = HeartbeatUntilGo(tasks);
+  const double cpu0 = ProcessCpuMs();
   const double barrier_ms = error == "ok" ? BarrierRounds(tasks, first, rounds, &error) : -1;
+  if (!ReportBarriersAndWaitForExit(barrier_ms, ProcessCpuMs() - cpu0, error)) return 1;
   if (error == "ok") error = ShutdownAll(tasks);
-  std::printf("done %.3f %lld %s\n", barrier_ms, static_cast<long long>(NowNs()), error.c_str());
+  std::printf("done %lld %s\n", static_cast<long long>(NowNs()), error.c_str());
   std::fflush(stdout);
   return 0;
 }
