@@ -75,17 +75,19 @@ TEST(SharedMemoryProcessGroupTest, BroadcastFromAnyRootAndBarrier) {
 }
 
 TEST(SharedMemoryProcessGroupTest, AMissingMemberIsADeadlineNamingTheOperation) {
-  RunMembers(2, {.timeout = 300ms}, [](SharedMemoryProcessGroup& g) {
+  // The timeout bounds Connect's rendezvous too: 300 ms was tight for it
+  // on a loaded machine (the test failed once there).
+  RunMembers(2, {.timeout = 2s}, [](SharedMemoryProcessGroup& g) {
     if (g.rank() == 1) return;  // never calls the collective
     std::vector<float> data(8, 1.0f);
     const auto start = std::chrono::steady_clock::now();
     Status s = g.AllReduce(data.data(), data.size(), ReduceOp::kSum);
     EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s;
     EXPECT_NE(s.message().find("shared-memory all-reduce #1: not every one of the 1 other process(es) of this host "
-                               "came within 0 s"),
+                               "came within "),
               std::string::npos)
         << s;
-    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
   });
 }
 
