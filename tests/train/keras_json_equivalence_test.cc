@@ -19,13 +19,16 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int64_t kGlobalBatch = 64;
+constexpr int64_t kTrainExamples = 320;
+// One epoch of the data ends the training before EquivalenceOptions' 10 steps.
+constexpr int64_t kSteps = kTrainExamples / kGlobalBatch;
 
 class KerasJsonEquivalenceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("keras_json_equivalence_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
-    data::SyntheticSplit train = data::Synthetic(320, 32, 32, 3, 7), test = data::Synthetic(16, 32, 32, 3, 7, 1);
+    data::SyntheticSplit train = data::Synthetic(kTrainExamples, 32, 32, 3, 7), test = data::Synthetic(16, 32, 32, 3, 7, 1);
     npz_ = dir_ / "cifar_like.npz";
     data::WriteSplitsNpz(npz_, train, test);
   }
@@ -42,8 +45,8 @@ class KerasJsonEquivalenceTest : public ::testing::Test {
 };
 
 TEST_F(KerasJsonEquivalenceTest, ResidualCnnOneReplicaEqualsTwoWorkersTimesTwoReplicas) {
-  testing_util::ExpectSameWeights("keras3_residual_no_bn", testing_util::TrainAlone(Options(kGlobalBatch)),
-                                  testing_util::TrainTwoWorkersTwoReplicas(Options(kGlobalBatch / 4)));
+  testing_util::ExpectSameWeights("keras3_residual_no_bn", testing_util::TrainAlone(Options(kGlobalBatch), kSteps),
+                                  testing_util::TrainTwoWorkersTwoReplicas(Options(kGlobalBatch / 4), kSteps));
 }
 
 }  // namespace

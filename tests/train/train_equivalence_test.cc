@@ -20,8 +20,8 @@ void ExpectEquivalent(const std::string& model) {
   alone.model.name = model;
   TrainerOptions mirrored = EquivalenceOptions(global_batch / 4);
   mirrored.model.name = model;
-  testing_util::ExpectSameWeights(model, testing_util::TrainAlone(alone),
-                                  testing_util::TrainTwoWorkersTwoReplicas(mirrored));
+  testing_util::ExpectSameWeights(model, testing_util::TrainAlone(alone, alone.steps.max_steps),
+                                  testing_util::TrainTwoWorkersTwoReplicas(mirrored, alone.steps.max_steps));
 }
 
 TEST(TrainEquivalenceTest, MlpOneReplicaEqualsTwoWorkersTimesTwoReplicas) { ExpectEquivalent("mlp"); }

@@ -39,8 +39,8 @@ inline TrainerOptions EquivalenceOptions(int64_t batch_per_replica) {
 }
 
 // The weights of one CPU replica trained alone (empty when it failed, which
-// the test is told).
-inline std::vector<float> TrainAlone(const TrainerOptions& options) {
+// the test is told). `expected_steps` >= 0: the steps it must have trained.
+inline std::vector<float> TrainAlone(const TrainerOptions& options, int64_t expected_steps = -1) {
   StrategyOptions so;
   so.cpu_replicas = 1;
   auto strategy = MirroredStrategy::Create(SingleLocalTaskConfig("test"), so);
@@ -48,13 +48,15 @@ inline std::vector<float> TrainAlone(const TrainerOptions& options) {
   if (!strategy.ok()) return {};
   auto summary = Train(options, **strategy);
   EXPECT_TRUE(summary.ok()) << summary.status();
-  return summary.ok() ? summary->params : std::vector<float>{};
+  if (!summary.ok()) return {};
+  if (expected_steps >= 0) EXPECT_EQ(summary->steps, expected_steps);
+  return summary->params;
 }
 
 // Task `index` of the two workers at `addresses`, with 2 CPU replicas; the
 // chief's weights into `chief_params`.
 inline Status TrainWorkerTask(const TrainerOptions& options, const std::string& addresses, int index,
-                              std::vector<float>* chief_params) {
+                              int64_t expected_steps, std::vector<float>* chief_params) {
   MIRRORED_ASSIGN_OR_RETURN(ClusterConfig config,
                             ParseTfConfig(R"({"cluster":{"worker":[)" + addresses +
                                           R"(]},"task":{"type":"worker","index":)" + std::to_string(index) + "}}"));
@@ -66,12 +68,16 @@ inline Status TrainWorkerTask(const TrainerOptions& options, const std::string& 
   MIRRORED_ASSIGN_OR_RETURN(auto strategy, MirroredStrategy::Create(config, so));
   MIRRORED_ASSIGN_OR_RETURN(TrainSummary summary, Train(options, *strategy));
   if (!summary.replicas_identical) return InternalError("replicas differ");
+  if (expected_steps >= 0 && summary.steps != expected_steps) {
+    return InternalError("trained " + std::to_string(summary.steps) + " steps, not " + std::to_string(expected_steps));
+  }
   if (index == 0) *chief_params = summary.params;
   return strategy->Shutdown();
 }
 
-// The chief's weights after 2 workers x 2 CPU replicas trained together.
-inline std::vector<float> TrainTwoWorkersTwoReplicas(const TrainerOptions& options) {
+// The chief's weights after 2 workers x 2 CPU replicas trained together
+// (`expected_steps` as TrainAlone's).
+inline std::vector<float> TrainTwoWorkersTwoReplicas(const TrainerOptions& options, int64_t expected_steps = -1) {
   auto p0 = PortReservation::Reserve();
   auto p1 = PortReservation::Reserve();
   const std::string addresses = "\"" + p0->address() + "\",\"" + p1->address() + "\"";
@@ -79,7 +85,8 @@ inline std::vector<float> TrainTwoWorkersTwoReplicas(const TrainerOptions& optio
   std::vector<Status> results(2);
   std::vector<std::thread> tasks;
   for (int index = 0; index < 2; ++index) {
-    tasks.emplace_back([&, index] { results[index] = TrainWorkerTask(options, addresses, index, &chief_params); });
+    tasks.emplace_back([&, index] { results[index] = TrainWorkerTask(options, addresses, index, expected_steps, &chief_params);
+    });
   }
   for (auto& t : tasks) t.join();
   EXPECT_TRUE(results[0].ok()) << results[0];
