@@ -3,7 +3,8 @@
 // dropped after kServerHandshakeTimeout; one with no call in flight for
 // kMaxConnectionIdle is closed (a task's agent always has one: its
 // heartbeats, its wait for the job's errors). Per connection, no
-// bandwidth-delay pings and no channelz entry (cheap with 16,384 tasks).
+// bandwidth-delay pings, no channelz entry and no keepalive timer; per
+// call, no deadline timer (cheap with 16,384 tasks).
 // The chief also raises its soft file-descriptor limit to the hard one
 // (open_file_limit.h), closes connections that would take the descriptors
 // it keeps in reserve (accept_guard.h), and its checkpoint files wait for
@@ -16,6 +17,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <climits>
 
 namespace mirrored::coordination {
 
@@ -33,6 +35,17 @@ inline void ApplyConnectionLimits(grpc::ServerBuilder& builder) {
   // channelz registry either: nothing reads it.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   builder.AddChannelArgument(GRPC_ARG_ENABLE_CHANNELZ, 0);
+  // No timer per call and per connection: Debian builds gRPC without
+  // NDEBUG, and each timer's start and cancel then also walks a chain of a
+  // 1,009-bucket table of every pending timer of the process, a cost that
+  // grows with the tasks (bench/RESULTS.md, 8,192 tasks: 16-36 % of the
+  // service's CPU). Nothing here needs them: every call the service waits on
+  // has the service's own deadline (barrier, key-value wait, registration)
+  // or ends with the task (the error poll), a caller past its deadline
+  // cancels its call itself, and a task gone silent is found by its
+  // heartbeats, not by gRPC's keepalive pings (every 2 h by default).
+  builder.AddChannelArgument(GRPC_ARG_ENABLE_DEADLINE_CHECKS, 0);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, INT_MAX);
 }
 
 }  // namespace mirrored::coordination
