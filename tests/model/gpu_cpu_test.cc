@@ -41,7 +41,7 @@ void ExpectClose(const std::vector<float>& a, const std::vector<float>& b, doubl
     double d = std::fabs(double(a[i]) - double(b[i]));
     diff2 += d * d;
     norm2 += double(a[i]) * double(a[i]);
-    if (d > worst) worst = d, at = i;
+    if (!(d <= worst)) worst = d, at = i;  // NaN counts as the worst
   }
   const double l2 = norm2 > 0 ? std::sqrt(diff2 / norm2) : std::sqrt(diff2);
   std::printf("%s: worst %.3g of scale %.3g, relative L2 error %.3g\n", what.c_str(), worst, scale, l2);
