@@ -145,7 +145,7 @@ int RunAgentProcess(int argc, char** argv) {
 }
 
 StatusOr<ClientProcesses> ClientProcesses::Spawn(const std::string& address, int agents, int processes,
-                                                 int barrier_rounds, bool light) {
+                                                 int barrier_rounds, bool light, bool error_polls) {
   ClientProcesses out;
   for (int p = 0; p < processes; ++p) {
     const int first = agents * p / processes, count = agents * (p + 1) / processes - first;
@@ -157,6 +157,7 @@ StatusOr<ClientProcesses> ClientProcesses::Spawn(const std::string& address, int
     posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
     std::vector<std::string> args = {"coordination_bench", light ? "--light-agent-process" : "--agent-process", address, std::to_string(first), std::to_string(count),
                                      std::to_string(agents), std::to_string(barrier_rounds)};
+    if (light) args.push_back(error_polls ? "polls" : "no-polls");
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

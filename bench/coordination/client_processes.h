@@ -42,8 +42,9 @@ class ClientProcesses {
  public:
   // Starts `processes` children running `agents` agents between them.
   // `light`: lightweight agents (light_agents.h) instead of CoordinationAgents.
+  // `error_polls` (light agents only): each holds its error poll open.
   static StatusOr<ClientProcesses> Spawn(const std::string& address, int agents, int processes, int barrier_rounds,
-                                         bool light);
+                                         bool light, bool error_polls = false);
   // The latest accept and registration over all children. Errors: a child's.
   StatusOr<ClientPhases> WaitRegistered();
   // Lets the children run their barrier rounds; then their exit barrier.

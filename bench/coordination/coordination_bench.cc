@@ -16,7 +16,9 @@
 // calls instead of agent threads, light_agents.h): this process then holds only
 // the service, and its CPU time is the service's (phases: connections
 // accepted, every task registered; the service's CPU until then, per
-// second while every agent heartbeats, and per barrier round).
+// second while every agent heartbeats, and per barrier round;
+// --error-polls: each light agent also holds its error poll open, as a
+// real agent does, so the service has an operation outstanding per task).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -75,7 +77,7 @@ double MsBetween(Clock::time_point start, int64_t end_ns) {
   return static_cast<double>(end_ns - start.time_since_epoch().count()) / 1e6;
 }
 
-Row RunProcesses(int n, int processes, int barrier_rounds, bool light) {
+Row RunProcesses(int n, int processes, int barrier_rounds, bool light, bool error_polls) {
   Row row;
   row.agents = n;
   std::vector<std::string> tasks;
@@ -93,7 +95,8 @@ Row RunProcesses(int n, int processes, int barrier_rounds, bool light) {
   (*service)->StartDeadlineThread();
   auto server = CoordinationServer::Start("127.0.0.1:0", "bench-token", service->get());
   if (!server.ok()) return row.error = server.status().ToString(), row;
-  auto children = ClientProcesses::Spawn((*server)->bound_address(), n, processes, barrier_rounds, light);
+  auto children =
+      ClientProcesses::Spawn((*server)->bound_address(), n, processes, barrier_rounds, light, error_polls);
   if (!children.ok()) return row.error = children.status().ToString(), row;
   StatusOr<ClientPhases> phases = children->WaitRegistered();
   row.service_cpu_ms = ProcessCpuMs() - cpu0;
@@ -213,18 +216,20 @@ Row RunOne(int n, bool separate, int barrier_rounds, int kv_gets) {
   return row;
 }
 
-int MainProcesses(const std::vector<int>& counts, int processes, int barrier_rounds, bool light) {
+int MainProcesses(const std::vector<int>& counts, int processes, int barrier_rounds, bool light,
+                  bool error_polls) {
   std::printf("# coordination_bench: agents in %d client processes (%s, one TCP connection each), "
               "%u hardware threads; this process holds only the service\n",
               processes, light ? "lightweight: asynchronous calls, no thread per agent" : "CoordinationAgents as threads",
               std::thread::hardware_concurrency());
   std::printf("# barrier RTT: agent 0's, mean of the rounds after the first; barrier CPU: per round, all rounds\n");
+  if (error_polls) std::printf("# every light agent holds its error poll open; service CPU includes opening them\n");
   std::printf("# %8s  %11s  %22s  %15s  %15s  %14s  %18s  %18s  %15s  %13s\n", "agents", "accepted ms",
               "register+rank+ncclid ms", "service CPU ms", "clients CPU ms", "barrier RTT ms", "barrier svc CPU ms",
               "barrier cli CPU ms", "exit barrier ms", "hb CPU ms/s");
   int rc = 0;
   for (int n : counts) {
-    const Row r = RunProcesses(n, processes, barrier_rounds, light);
+    const Row r = RunProcesses(n, processes, barrier_rounds, light, error_polls);
     if (!r.error.empty()) {
       std::printf("  %8d  FAILED: %s\n", n, r.error.c_str());
       rc = 1;
@@ -245,12 +250,14 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "--agent-process") return RunAgentProcess(argc, argv);
   if (argc > 1 && std::string(argv[1]) == "--light-agent-process") return RunLightAgentProcess(argc, argv);
   std::vector<int> counts = {8, 64, 256, 1024};
-  bool separate = false, light = false;
+  bool separate = false, light = false, error_polls = false;
   int barrier_rounds = 10, kv_gets = 1000, processes = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--light-agents") {
       light = true;
+    } else if (a == "--error-polls") {
+      error_polls = true;
     } else if (a == "--client-processes" && i + 1 < argc) {
       processes = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--separate-connections") {
@@ -270,7 +277,7 @@ int main(int argc, char** argv) {
     }
   }
   SetLogLevel(LogLevel::kWarning);
-  if (processes > 0) return MainProcesses(counts, processes, barrier_rounds, light);
+  if (processes > 0) return MainProcesses(counts, processes, barrier_rounds, light, error_polls);
   std::printf("# coordination_bench: agents as threads on loopback, %s, %u hardware threads\n",
               separate ? "one TCP connection per agent" : "one shared gRPC channel",
               std::thread::hardware_concurrency());

@@ -55,11 +55,59 @@ class Round {
   std::string error_;
 };
 
+// A task's error poll, held open as an agent holds its own: the service
+// then has an operation outstanding per task, as in a real job.
+class ErrorPoll final : public grpc::ClientReadReactor<rpc::PollForErrorResponse> {
+ public:
+  ErrorPoll(rpc::CoordinationService::Stub* stub, const std::string& task, uint64_t incarnation) {
+    ctx_.AddMetadata(kJobTokenMetadataKey, kBenchToken);
+    req_.set_task(task);
+    req_.set_incarnation(incarnation);
+    stub->async()->PollForError(&ctx_, &req_, this);
+    StartRead(&resp_);
+    StartCall();
+  }
+  ~ErrorPoll() override {
+    ctx_.TryCancel();  // no-op once the service ended the poll
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return done_; });  // a cancelled call ends once gRPC ran its reactions
+  }
+  // Until the service says it holds the poll; false: the poll ended first.
+  bool WaitOpen() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return open_ || done_; });
+    return open_;
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // OnDone follows
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open_ = open_ || resp_.open();
+    }
+    cv_.notify_all();
+    StartRead(&resp_);
+  }
+  void OnDone(const grpc::Status&) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  grpc::ClientContext ctx_;
+  rpc::PollForErrorRequest req_;
+  rpc::PollForErrorResponse resp_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false, done_ = false;
+};
+
 struct LightTask {
   std::string name;
   uint64_t incarnation = 0;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<rpc::CoordinationService::Stub> stub;
+  std::unique_ptr<ErrorPoll> poll;  // with --error-polls
 };
 
 std::unique_ptr<grpc::ClientContext> Context(bool wait_for_ready) {
@@ -190,8 +238,18 @@ double BarrierRounds(std::vector<LightTask>& tasks, int first, int rounds, std::
 
 }  // namespace
 
+// Opens every task's error poll; "ok" once the service holds them all.
+std::string OpenErrorPolls(std::vector<LightTask>& tasks) {
+  for (LightTask& t : tasks) t.poll = std::make_unique<ErrorPoll>(t.stub.get(), t.name, t.incarnation);
+  for (LightTask& t : tasks) {
+    if (!t.poll->WaitOpen()) return t.name + ": its error poll ended before it opened";
+  }
+  return "ok";
+}
+
 int RunLightAgentProcess(int argc, char** argv) {
-  if (argc != 7) return 2;
+  if (argc != 8) return 2;
+  const bool error_polls = std::string(argv[7]) == "polls";
   SetLogLevel(LogLevel::kWarning);
   const std::string address = argv[2];
   const int first = std::atoi(argv[3]), count = std::atoi(argv[4]), rounds = std::atoi(argv[6]);
@@ -207,7 +265,9 @@ int RunLightAgentProcess(int argc, char** argv) {
   for (LightTask& t : tasks) t.channel->WaitForConnected(std::chrono::system_clock::now() + kLightCallTimeout);
   const int64_t accepted = NowNs();
   std::string error = RegisterAll(tasks);
-  std::printf("registered %lld %lld %.1f %s\n", static_cast<long long>(accepted), static_cast<long long>(NowNs()),
+  const int64_t registered = NowNs();
+  if (error == "ok" && error_polls) error = OpenErrorPolls(tasks);
+  std::printf("registered %lld %lld %.1f %s\n", static_cast<long long>(accepted), static_cast<long long>(registered),
               ProcessCpuMs(), error.c_str());
   std::fflush(stdout);
   if (error != "ok") return 1;
@@ -216,7 +276,9 @@ int RunLightAgentProcess(int argc, char** argv) {
   const double barrier_ms = error == "ok" ? BarrierRounds(tasks, first, rounds, &error) : -1;
   if (!ReportBarriersAndWaitForExit(barrier_ms, ProcessCpuMs() - cpu0, error)) return 1;
   if (error == "ok") error = ShutdownAll(tasks);
-  std::printf("done %lld %s\n", static_cast<long long>(NowNs()), error.c_str());
+  const int64_t exited = NowNs();
+  for (LightTask& t : tasks) t.poll.reset();  // ended by the exit barrier, or cancelled
+  std::printf("done %lld %s\n", static_cast<long long>(exited), error.c_str());
   std::fflush(stdout);
   return 0;
 }
