@@ -29,7 +29,7 @@ for model in mlp cnn resnet; do
     ours=$("$bench" --model "$model" --batch "$batch" --seconds "$seconds" --device "$device" --threads "$threads")
     theirs=$(/usr/bin/python3 "$here/torch_bench.py" --model "$model" --batch "$batch" --seconds "$seconds" \
              --device "$device" --threads "$threads")
-    read -r _ _ _ _ ours_sps ours_rss <<<"$ours"
+    read -r _ _ _ _ ours_sps ours_rss _ <<<"$ours"
     read -r _ _ _ _ torch_sps torch_rss <<<"$theirs"
     ratio=$(awk -v a="$ours_sps" -v b="$torch_sps" 'BEGIN { printf "%.2f", a / b }')
     printf '  %-7s %6s | %12s %10s | %12s %10s | %7s\n' "$model" "$batch" "$ours_sps" "$ours_rss" "$torch_sps" \

@@ -5,8 +5,13 @@
 // with PyTorch.
 //
 //   compute_bench --model cnn --batch 64 --seconds 10 [--device cpu|gpu] [--data DIR]
-//   # model batch device steps samples_per_sec peak_rss_mib
+//   # model batch device steps samples_per_sec peak_rss_mib cpu_ms_per_step
+//
+// cpu_ms_per_step is the process's CPU time (all threads, the prefetcher's
+// included) over the timed steps: on a shared machine it moves far less
+// with the load than samples/s, which counts the time spent waiting for a core.
 #include <sys/resource.h>
+#include <time.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -21,6 +26,16 @@
 #include "worker/model/optimizer.h"
 
 using namespace mirrored;
+
+namespace {
+
+double ProcessCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app("mirrored compute benchmark: single-replica training throughput");
@@ -104,6 +119,7 @@ int main(int argc, char** argv) {
     if (!step()) return 1;
   (*m)->backend().Synchronize();
   auto start = std::chrono::steady_clock::now();
+  const double cpu_start = ProcessCpuSeconds();
   int steps = 0;
   double elapsed = 0;
   while (elapsed < seconds) {
@@ -112,10 +128,14 @@ int main(int argc, char** argv) {
     (*m)->backend().Synchronize();
     elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
+  const double cpu_ms_per_step = (ProcessCpuSeconds() - cpu_start) * 1e3 / steps;
   struct rusage ru {};
   getrusage(RUSAGE_SELF, &ru);
-  if (header) std::printf("# %-8s %6s %-6s %7s %12s %12s\n", "model", "batch", "device", "steps", "samples/s", "peak_MiB");
-  std::printf("  %-8s %6d %-6s %7d %12.1f %12.1f\n", model_name.c_str(), batch, device.c_str(), steps,
-              steps * double(batch) / elapsed, double(ru.ru_maxrss) / 1024.0);
+  if (header) {
+    std::printf("# %-8s %6s %-6s %7s %12s %12s %12s\n", "model", "batch", "device", "steps", "samples/s", "peak_MiB",
+                "cpu_ms/step");
+  }
+  std::printf("  %-8s %6d %-6s %7d %12.1f %12.1f %12.3f\n", model_name.c_str(), batch, device.c_str(), steps,
+              steps * double(batch) / elapsed, double(ru.ru_maxrss) / 1024.0, cpu_ms_per_step);
   return 0;
 }
