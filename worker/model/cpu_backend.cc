@@ -7,6 +7,7 @@
 #include <new>
 
 #include "mirrored/config.h"
+#include "worker/model/cpu_elementwise.h"
 #include "worker/model/cpu_max_pool.h"
 
 #include <omp.h>
@@ -15,6 +16,26 @@ namespace mirrored::model {
 namespace {
 // Below this many elements a loop is not worth waking the OpenMP team.
 constexpr size_t kParallelMin = 1 << 15;
+// Parts start on multiples of this many floats (a 64-byte cache line).
+constexpr size_t kPartAlign = 16;
+
+// Calls part(begin, end) over [0, count): at once below kParallelMin, else
+// once per OpenMP thread on about equal parts. Element-wise work gives the
+// same result however it is split.
+template <typename Part>
+void InParallelParts(size_t count, const Part& part) {
+  if (count <= kParallelMin) {
+    part(size_t(0), count);
+    return;
+  }
+#pragma omp parallel
+  {
+    const size_t threads = size_t(omp_get_num_threads()), t = size_t(omp_get_thread_num());
+    const size_t per = (count + threads - 1) / threads, step = (per + kPartAlign - 1) / kPartAlign * kPartAlign;
+    const size_t begin = std::min(count, t * step), end = std::min(count, begin + step);
+    if (begin < end) part(begin, end);
+  }
+}
 }  // namespace
 
 float* CpuBackend::Allocate(size_t count) {
@@ -54,36 +75,27 @@ std::unique_ptr<BatchNormKernel> CpuBackend::MakeBatchNorm(const BatchNormSpec& 
 }
 
 void CpuBackend::Relu(const float* x, float* y, size_t count) {
-#pragma omp parallel for simd if (count > kParallelMin)
-  for (size_t i = 0; i < count; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
+  InParallelParts(count, [&](size_t b, size_t e) { ReluRange(x + b, y + b, e - b); });
 }
 
 void CpuBackend::ReluMask(const float* y, float* dy, size_t count) {
-#pragma omp parallel for simd if (count > kParallelMin)
-  for (size_t i = 0; i < count; ++i) dy[i] = y[i] > 0.f ? dy[i] : 0.f;
+  InParallelParts(count, [&](size_t b, size_t e) { ReluMaskRange(y + b, dy + b, e - b); });
 }
 
 void CpuBackend::AddRelu(const float* a, const float* b, float* y, size_t count) {
-#pragma omp parallel for simd if (count > kParallelMin)
-  for (size_t i = 0; i < count; ++i) {
-    float s = a[i] + b[i];
-    y[i] = s > 0.f ? s : 0.f;
-  }
+  InParallelParts(count, [&](size_t i, size_t e) { AddReluRange(a + i, b + i, y + i, e - i); });
 }
 
 void CpuBackend::Accumulate(const float* src, float* dst, size_t count) {
-#pragma omp parallel for simd if (count > kParallelMin)
-  for (size_t i = 0; i < count; ++i) dst[i] += src[i];
+  InParallelParts(count, [&](size_t b, size_t e) { AccumulateRange(src + b, dst + b, e - b); });
 }
 
 void CpuBackend::Multiply(const float* a, const float* b, float* y, size_t count) {
-#pragma omp parallel for simd if (count > kParallelMin)
-  for (size_t i = 0; i < count; ++i) y[i] = a[i] * b[i];
+  InParallelParts(count, [&](size_t i, size_t e) { MultiplyRange(a + i, b + i, y + i, e - i); });
 }
 
 void CpuBackend::ScaleShift(const float* x, float scale, float offset, float* y, size_t count) {
-#pragma omp parallel for simd if (count > kParallelMin)
-  for (size_t i = 0; i < count; ++i) y[i] = x[i] * scale + offset;
+  InParallelParts(count, [&](size_t b, size_t e) { ScaleShiftRange(x + b, scale, offset, y + b, e - b); });
 }
 
 void CpuBackend::ChannelsFirstToLast(int n, int hw, int c, const float* x, float* y) {
@@ -148,21 +160,12 @@ void CpuBackend::SoftmaxCrossEntropyBackward(int n, int classes, const float* pr
 
 void CpuBackend::AdamUpdate(size_t count, float* p, const float* g, float* m, float* v, float lr_t, float beta1,
                             float beta2, float epsilon) {
-  const float c1 = 1.f - beta1, c2 = 1.f - beta2;
-#pragma omp parallel for simd if (count > kParallelMin)
-  for (size_t i = 0; i < count; ++i) {
-    m[i] = beta1 * m[i] + c1 * g[i];
-    v[i] = beta2 * v[i] + c2 * g[i] * g[i];
-    p[i] -= lr_t * m[i] / (std::sqrt(v[i]) + epsilon);
-  }
+  const AdamStep step{lr_t, beta1, beta2, epsilon};
+  InParallelParts(count, [&](size_t b, size_t e) { AdamRange(e - b, p + b, g + b, m + b, v + b, step); });
 }
 
 void CpuBackend::SgdMomentumUpdate(size_t count, float* p, const float* g, float* vel, float lr, float momentum) {
-#pragma omp parallel for simd if (count > kParallelMin)
-  for (size_t i = 0; i < count; ++i) {
-    vel[i] = momentum * vel[i] - lr * g[i];
-    p[i] += vel[i];
-  }
+  InParallelParts(count, [&](size_t b, size_t e) { SgdMomentumRange(e - b, p + b, g + b, vel + b, lr, momentum); });
 }
 
 bool CpuBackend::UnscaleAndCheckFinite(float* g, size_t count, float factor) {
