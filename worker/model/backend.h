@@ -128,6 +128,11 @@ class PoolKernel {
   virtual void Forward(int n, const float* x, float* y, bool training) = 0;
   // Valid after a training Forward with the same n, x and y.
   virtual void Backward(int n, const float* x, const float* y, const float* dy, float* dx) = 0;
+  // For an x that a ReLU produced: asks Backward to apply that ReLU's
+  // backward too (dx zero wherever x <= 0), so that the ReLU's own pass
+  // over dx can be skipped. Returns false, changing nothing, where the
+  // kernel cannot (average pooling; the GPU's).
+  virtual bool FoldInputReluMask() { return false; }
 };
 
 class BatchNormKernel {

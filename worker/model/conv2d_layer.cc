@@ -28,7 +28,7 @@ const float* Conv2DLayer::Forward(int n, const float* x, bool) {
 }
 
 float* Conv2DLayer::Backward(int n, const float* x, float* dy, bool need_dx, const GradientReadyFn& ready) {
-  if (o_.relu) backend_->ReluMask(y_.data(), dy, size_t(n) * spec_.out_h() * spec_.out_w() * spec_.out_c);
+  if (o_.relu && mask_dy_) backend_->ReluMask(y_.data(), dy, size_t(n) * spec_.out_h() * spec_.out_w() * spec_.out_c);
   float* dx = need_dx ? dx_.Reserve(size_t(n) * spec_.in_h * spec_.in_w * spec_.in_c) : nullptr;
   impl_->Backward(n, x, store_->param(kernel_), dy, dx, store_->grad(kernel_),
                   o_.bias ? store_->grad(bias_) : nullptr);

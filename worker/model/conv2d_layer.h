@@ -33,9 +33,12 @@ class Conv2DLayer final : public Layer {
   void Bind(Backend* backend, ParameterStore* store) override;
   const float* Forward(int n, const float* x, bool training) override;
   float* Backward(int n, const float* x, float* dy, bool need_dx, const GradientReadyFn& ready) override;
+  bool EndsWithRelu() const override { return o_.relu; }
+  void SkipReluMask() override { mask_dy_ = false; }
 
  private:
   Conv2DOptions o_;
+  bool mask_dy_ = true;  // false: the layer reading y applies the ReLU's backward (Layer::SkipReluMask)
   ConvSpec spec_;
   int kernel_ = -1, bias_ = -1;
   Backend* backend_ = nullptr;

@@ -66,6 +66,20 @@ class Layer {
   // that draw random numbers (or hold such layers) need it.
   virtual void SetBatchPosition(const BatchPosition&) {}
 
+  // The ReLU-mask fold, which LayerGraph::Bind sets up between a layer
+  // that ends with a ReLU and the layer alone reading its output: where
+  // the reader can apply the ReLU's backward inside its own (max pooling
+  // sends gradient only to window maxima, which then must be > 0), the
+  // first layer skips its pass over dy that masks it. Results are the
+  // same bit for bit. All three are called after Bind, before any Forward.
+  //   EndsWithRelu: the output is max(., 0) and Backward masks dy by it.
+  //   FoldInputReluMask: Backward will return dx zero wherever x is not
+  //     above 0; false (the default) where the layer cannot.
+  //   SkipReluMask: Backward receives dy already masked from now on.
+  virtual bool EndsWithRelu() const { return false; }
+  virtual bool FoldInputReluMask() { return false; }
+  virtual void SkipReluMask() {}
+
  private:
   std::string name_;
 };

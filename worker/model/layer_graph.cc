@@ -77,6 +77,16 @@ void LayerGraph::Bind(Backend* backend, ParameterStore* store) {
     node.grad.set_backend(backend);
     for (DeviceArray& a : node.dy_copies) a.set_backend(backend);
   }
+  FoldReluMasks();
+}
+
+void LayerGraph::FoldReluMasks() {
+  for (Node& node : nodes_) {
+    if (!node.layer || node.inputs[0] == kGraphInput) continue;
+    Node& in = nodes_[size_t(node.inputs[0])];
+    if (in.layer && in.consumers == 1 && in.layer->EndsWithRelu() && node.layer->FoldInputReluMask())
+      in.layer->SkipReluMask();
+  }
 }
 
 void LayerGraph::SetBatchPosition(const BatchPosition& position) {

@@ -67,6 +67,9 @@ class LayerGraph final : public Layer {
   void Contribute(int slot, float* g, size_t count);
   void ForwardSum(Node& node, int n, const float* x, bool training);
   void BackwardSum(Node& node, int n);
+  // Layer::SkipReluMask for each layer ending with a ReLU whose only
+  // reader, a layer, takes the mask into its Backward (Layer::FoldInputReluMask).
+  void FoldReluMasks();
 
   std::vector<Node> nodes_;
   Node input_;  // the graph's input as a slot: its consumers and dy

@@ -24,6 +24,7 @@ class Pool2DLayer : public Layer {
   void Bind(Backend* backend, ParameterStore* store) override;
   const float* Forward(int n, const float* x, bool training) override;
   float* Backward(int n, const float* x, float* dy, bool need_dx, const GradientReadyFn& ready) override;
+  bool FoldInputReluMask() override { return impl_->FoldInputReluMask(); }
 
  private:
   PoolKind kind_;

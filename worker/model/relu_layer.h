@@ -1,4 +1,5 @@
-// Element-wise max(x, 0). Backward masks dy in place and returns it.
+// Element-wise max(x, 0). Backward masks dy in place and returns it (or
+// returns it as it is where the layer reading y folds the mask in).
 //
 //   ReluLayer r("stem/relu");
 //   r.Build({28, 28, 32}, &store);
@@ -29,14 +30,17 @@ class ReluLayer final : public Layer {
   }
   float* Backward(int n, const float*, float* dy, bool need_dx, const GradientReadyFn&) override {
     if (!need_dx) return nullptr;
-    backend_->ReluMask(y_.data(), dy, size_t(n) * shape_.size());
+    if (mask_dy_) backend_->ReluMask(y_.data(), dy, size_t(n) * shape_.size());
     return dy;
   }
+  bool EndsWithRelu() const override { return true; }
+  void SkipReluMask() override { mask_dy_ = false; }
 
  private:
   Shape3 shape_;
   Backend* backend_ = nullptr;
   DeviceArray y_;
+  bool mask_dy_ = true;  // false: the layer reading y masks dx itself (Layer::SkipReluMask)
 };
 
 }  // namespace mirrored::model
