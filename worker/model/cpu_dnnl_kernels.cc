@@ -101,8 +101,8 @@ class DnnlDense final : public DenseKernel {
 class DnnlConv final : public ConvKernel {
  public:
   DnnlConv(DnnlContext* ctx, const ConvSpec& s, ConvWeightGradient dw) : ctx_(ctx), s_(s) {
-    const bool gemm =
-        dw == ConvWeightGradient::kIm2colGemm || (dw == ConvWeightGradient::kFastestMeasured && s.in_c == 1);
+    const bool gemm = dw == ConvWeightGradient::kIm2colGemm ||
+                      (dw == ConvWeightGradient::kFastestMeasured && (s.in_c == 1 || s.bias));
     if (gemm) gemm_dw_ = std::make_unique<Im2colWeightGradient>(s);
   }
 

@@ -25,11 +25,14 @@ struct DnnlContext {
 
 std::unique_ptr<DenseKernel> MakeDnnlDense(DnnlContext* ctx, const DenseSpec& spec);
 // How a convolution's kernel gradient is computed. kFastestMeasured: im2col
-// + GEMM (cpu_im2col_weight_gradient.h) for a single input channel, 2-3x
-// faster than oneDNN 2.6's backward-weights primitive on the cnn's conv1;
-// that primitive otherwise (as fast on the cnn's conv2, faster on most of
-// resnet's layers; bench/RESULTS.md). The other two force one way (the
-// tests hold the GEMM against the primitive).
+// + GEMM (cpu_im2col_weight_gradient.h) for a single input channel (1.3-3x
+// faster than oneDNN 2.6's backward-weights primitive on the cnn's conv1)
+// or with a bias (1.26-1.45x on the cnn's conv2: the primitive sums the
+// bias gradient in a scalar loop, the GEMM in the same pass); that
+// primitive otherwise (resnet's convolutions, which have no bias; the GEMM
+// measured 1.02-1.39x there too, bench/RESULTS.md, but was slower before
+// its gather was vectorised, and is not switched without a quiet re-run).
+// The other two force one way (the tests hold the GEMM against the primitive).
 enum class ConvWeightGradient { kFastestMeasured, kOneDnn, kIm2colGemm };
 
 std::unique_ptr<ConvKernel> MakeDnnlConv(DnnlContext* ctx, const ConvSpec& spec,

@@ -3,10 +3,11 @@
 // [dW; db] (+)= col^T . dy[pixel, out_c] with oneDNN's dnnl_sgemm (its jit
 // GEMM). col has a column of ones after each patch, so the same GEMM sums
 // dy into the bias gradient (its last row) as it streams dy once.
-// With a single input channel (the cnn's conv1) it is 1.8-3x faster than
+// With a single input channel (the cnn's conv1) it is 1.3-3x faster than
 // oneDNN 2.6's jit:avx2 backward-weights primitive at one thread; with 32
-// or more it is level at best (bench/RESULTS.md), so MakeDnnlConv uses it
-// for one input channel only.
+// input channels and a bias (the cnn's conv2) 1.26-1.45x since its gather
+// copies whole kernel rows with memcpy (bench/RESULTS.md). MakeDnnlConv
+// picks it for those two cases (ConvWeightGradient::kFastestMeasured).
 //
 // col is pixel-major, [pixel, patch + 1] (HWI order within a patch), or,
 // with a single input channel, patch-major, [patch + 1, pixel]: a patch
