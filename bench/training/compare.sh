@@ -64,7 +64,7 @@ if [ -n "$tf_python" ]; then
   export TF_ENABLE_ONEDNN_OPTS=1
   echo "# peer: $("$tf_python" "$here/tf_train.py" --info 2>/dev/null | tail -1), MultiWorkerMirroredStrategy (tf_keras fit, steps_per_execution $spe) ($tf_python)"
 fi
-echo "# mirrored: oneDNN $(dpkg-query -W -f '${Version}' libdnnl-dev 2>/dev/null || echo '?') (Debian libdnnl) for Conv2D, Dense (matmul); one input channel's conv kernel gradient im2col + its sgemm; max pooling its own loop"
+echo "# mirrored: oneDNN $(dpkg-query -W -f '${Version}' libdnnl-dev 2>/dev/null || echo '?') (Debian libdnnl) for Conv2D, Dense (matmul); conv kernel gradients with a bias or one input channel im2col + its sgemm; max pooling its own loop (argmax kept, ReLU mask folded in)"
 echo "# $(date -u '+%F %H:%M') $(uname -m); load $(cut -d' ' -f1-3 /proc/loadavg); threads per replica = max(1, cores / replicas)"
 printf "%-6s %8s %14s %14s %14s %14s %10s %10s %10s\n" model replicas mirrored/thr mirrored/proc ddp/gloo tf/mwms \
   thr/ddp proc/ddp proc/tf
