@@ -1,7 +1,8 @@
 // All-reduce bandwidth of the CPU paths, in the nccl-tests format:
 //   size count type | time algbw busbw #wrong,  busbw = algbw * 2(n-1)/n.
 //
-//   allreduce_bench [--max-mb 64] [--ranks 2,4]
+//   allreduce_bench [--max-mb 64] [--ranks 2,4] [--paths shm/procs,gloo/procs]
+//                   [--slot-kb 1024]   (the shared-memory group's slot)
 //
 // Rows compare, for n ranks:
 //   gloo/threads      n Gloo ranks as threads of one process (ring over loopback TCP)
@@ -35,6 +36,8 @@ using namespace mirrored;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+size_t slot_bytes = SharedMemoryProcessGroupOptions{}.slot_bytes;  // --slot-kb
 
 struct Row {
   double seconds = 0;  // per operation
@@ -125,7 +128,8 @@ Row RunThreads(bool mirrored_path, int n, size_t bytes) {
 // A process's group: shared memory or Gloo.
 std::unique_ptr<ProcessGroup> ConnectGroup(gloo::rendezvous::Store& store, int rank, int size, bool shm) {
   if (shm) {
-    auto pg = SharedMemoryProcessGroup::Connect(store, {.rank = rank, .size = size, .prefix = "s"});
+    auto pg = SharedMemoryProcessGroup::Connect(
+        store, {.rank = rank, .size = size, .prefix = "s", .slot_bytes = slot_bytes});
     if (!pg.ok()) _exit(1);
     return std::move(pg).value();
   }
@@ -193,6 +197,7 @@ Row RunProcesses(int procs, int local, size_t bytes, bool shm) {
 int main(int argc, char** argv) {
   size_t max_mb = 64;
   std::vector<int> rank_counts = {2, 4};
+  std::string paths = "gloo/threads,mirrored/threads,gloo/procs,shm/procs,mirrored/2procs";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--max-mb")) max_mb = std::strtoul(argv[i + 1], nullptr, 10);
     if (!std::strcmp(argv[i], "--ranks")) {
@@ -200,21 +205,33 @@ int main(int argc, char** argv) {
       for (char* tok = std::strtok(argv[i + 1], ","); tok; tok = std::strtok(nullptr, ","))
         rank_counts.push_back(std::atoi(tok));
     }
+    if (!std::strcmp(argv[i], "--paths")) paths = argv[i + 1];
+    if (!std::strcmp(argv[i], "--slot-kb")) slot_bytes = std::strtoul(argv[i + 1], nullptr, 10) << 10;
   }
   std::printf("# mirrored all-reduce benchmark (float32 sum, in place); %u hardware threads\n",
               std::thread::hardware_concurrency());
   std::vector<size_t> sizes;
   for (size_t b = 4096; b <= max_mb << 20; b *= 4) sizes.push_back(b);
+  // Whether the comma-separated --paths names `path`.
+  auto wanted = [&](const std::string& path) { return ("," + paths + ",").find("," + path + ",") != std::string::npos; };
   for (int n : rank_counts) {
-    Header("gloo/threads", n, 1);
-    for (size_t b : sizes) PrintRow(b, n, RunThreads(false, n, b));
-    Header("mirrored/threads", n, 1);
-    for (size_t b : sizes) PrintRow(b, n, RunThreads(true, n, b));
-    Header("gloo/procs", n, n);
-    for (size_t b : sizes) PrintRow(b, n, RunProcesses(n, 1, b, /*shm=*/false));
-    Header("shm/procs", n, n);
-    for (size_t b : sizes) PrintRow(b, n, RunProcesses(n, 1, b, /*shm=*/true));
-    if (n % 2 == 0 && n > 2) {
+    if (wanted("gloo/threads")) {
+      Header("gloo/threads", n, 1);
+      for (size_t b : sizes) PrintRow(b, n, RunThreads(false, n, b));
+    }
+    if (wanted("mirrored/threads")) {
+      Header("mirrored/threads", n, 1);
+      for (size_t b : sizes) PrintRow(b, n, RunThreads(true, n, b));
+    }
+    if (wanted("gloo/procs")) {
+      Header("gloo/procs", n, n);
+      for (size_t b : sizes) PrintRow(b, n, RunProcesses(n, 1, b, /*shm=*/false));
+    }
+    if (wanted("shm/procs")) {
+      Header("shm/procs", n, n);
+      for (size_t b : sizes) PrintRow(b, n, RunProcesses(n, 1, b, /*shm=*/true));
+    }
+    if (n % 2 == 0 && n > 2 && wanted("mirrored/2procs")) {
       Header("mirrored/2procs", n, 2);
       for (size_t b : sizes) PrintRow(b, n, RunProcesses(2, n / 2, b, /*shm=*/true));
     }
