@@ -61,6 +61,33 @@ TEST(SharedMemoryProcessGroupTest, AllReduceSumsInRankOrderAcrossChunks) {
   }
 }
 
+// Contributions whose float sum depends on the order: 1e8 and -1e8 cancel
+// only when added before the small terms.
+float OrderSensitive(int rank, size_t i) {
+  const float big = (rank % 2 == 0 ? 1e8f : -1e8f) * static_cast<float>(1 + i % 3);
+  return big + static_cast<float>(rank + 1) * static_cast<float>(i % 5) * 0.375f;
+}
+
+// Shares longer than the reduction's L1 block, and consecutive operations
+// whose chunks and shares are cut differently (a slot is reused while the
+// others may still read the previous result).
+TEST(SharedMemoryProcessGroupTest, EveryMemberGetsTheRankOrderSumOfMixedCounts) {
+  for (int size : {2, 3, 4}) {
+    RunMembers(size, {.timeout = 20s, .slot_bytes = 64 << 10}, [&](SharedMemoryProcessGroup& g) {
+      for (size_t count : {size_t{40000}, size_t{16384 * 2 + 7}, size_t{3}, size_t{16384}, size_t{9001}}) {
+        std::vector<float> data(count);
+        for (size_t i = 0; i < count; ++i) data[i] = OrderSensitive(g.rank(), i);
+        ASSERT_TRUE(g.AllReduce(data.data(), count, ReduceOp::kSum).ok());
+        for (size_t i = 0; i < count; ++i) {
+          float expected = OrderSensitive(0, i);
+          for (int r = 1; r < size; ++r) expected += OrderSensitive(r, i);
+          ASSERT_EQ(data[i], expected) << "size " << size << " count " << count << " i " << i;
+        }
+      }
+    });
+  }
+}
+
 TEST(SharedMemoryProcessGroupTest, BroadcastFromAnyRootAndBarrier) {
   RunMembers(3, {.timeout = 20s, .slot_bytes = 128}, [](SharedMemoryProcessGroup& g) {
     for (int root = 0; root < 3; ++root) {

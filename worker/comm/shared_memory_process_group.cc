@@ -17,6 +17,8 @@
 
 #include <gloo/rendezvous/store.h>
 
+#include "common/cpu_cores.h"
+
 namespace mirrored {
 
 // The segment: this header, then one slot per process, then the result area.
@@ -37,7 +39,9 @@ constexpr size_t kAlignment = 64;
 // A waiter spins this many times (a peer usually arrives within
 // microseconds, and a futex round trip costs more), then yields its core
 // this many times (on a machine with more threads than cores the peer may
-// be waiting for it), then sleeps on the futex.
+// be waiting for it), then sleeps on the futex. With more processes than
+// the CPUs they may use, some member is always off a core, and a spin only
+// delays it: the waiter yields at once.
 constexpr int kSpins = 1000;
 constexpr int kYields = 100;
 // A sleeping waiter wakes at least this often to check its deadline and
@@ -175,7 +179,8 @@ StatusOr<std::unique_ptr<SharedMemoryProcessGroup>> SharedMemoryProcessGroup::Co
 
 SharedMemoryProcessGroup::SharedMemoryProcessGroup(SharedMemoryProcessGroupOptions options, void* base, size_t bytes)
     : options_(std::move(options)), base_(base), bytes_(bytes), header_(static_cast<Header*>(base)),
-      slot_floats_(options_.slot_bytes / sizeof(float)) {}
+      slot_floats_(options_.slot_bytes / sizeof(float)),
+      spins_(options_.size > UsableCpuCores() ? 0 : kSpins) {}
 
 SharedMemoryProcessGroup::~SharedMemoryProcessGroup() {
   if (base_ != nullptr) munmap(base_, bytes_);
@@ -211,11 +216,11 @@ Status SharedMemoryProcessGroup::Arrive(const char* what) {
       return AbortedError(std::string("shared-memory ") + what + " #" + std::to_string(operations_) +
                           ": the process group was aborted (a peer failed or the job is stopping)");
     }
-    if (spins < kSpins) {
+    if (spins < spins_) {
       CpuRelax();
       continue;
     }
-    if (spins < kSpins + kYields) {
+    if (spins < spins_ + kYields) {
       sched_yield();
       continue;
     }
@@ -231,27 +236,48 @@ Status SharedMemoryProcessGroup::Arrive(const char* what) {
   }
 }
 
+// This process's share [lo, hi) of one chunk, summed over every process's
+// contribution in rank order (its own read from `mine`, the others' from
+// their slots) block by block in L1, and written both into `mine` and into
+// the result area, where the others copy it from.
+void SharedMemoryProcessGroup::ReduceShare(float* mine, size_t lo, size_t hi, ReduceOp op) const {
+  constexpr size_t kBlock = 1024;
+  float block[kBlock];
+  float* result = Result();
+  for (size_t b = lo; b < hi; b += kBlock) {
+    const size_t len = std::min(kBlock, hi - b);
+    std::memcpy(block, options_.rank == 0 ? mine + b : Slot(0) + b, len * sizeof(float));
+    for (int r = 1; r < options_.size; ++r) ReduceInto(block, r == options_.rank ? mine + b : Slot(r) + b, len, op);
+    std::memcpy(mine + b, block, len * sizeof(float));
+    std::memcpy(result + b, block, len * sizeof(float));
+  }
+}
+
 Status SharedMemoryProcessGroup::AllReduce(float* data, size_t count, ReduceOp op) {
   ++operations_;
   if (count == 0 || options_.size == 1) return OkStatus();
   if (aborted_) return AbortedError("the process group was aborted");
   const auto size = static_cast<size_t>(options_.size);
   const auto me = static_cast<size_t>(options_.rank);
+  float* slot = Slot(options_.rank);
+  const float* result = Result();
   for (size_t offset = 0; offset < count; offset += slot_floats_) {
     const size_t n = std::min(slot_floats_, count - offset);
-    std::memcpy(Slot(options_.rank), data + offset, n * sizeof(float));
-    MIRRORED_RETURN_IF_ERROR(Arrive("all-reduce"));
-    // This process's share of the chunk, summed over the slots in rank order.
+    float* chunk = data + offset;
+    // This process reduces [lo, hi) of the chunk from its own memory, so
+    // only the other shares go into its slot, and only they come back.
     const size_t lo = n * me / size, hi = n * (me + 1) / size;
-    float* result = Result();
-    std::memcpy(result + lo, Slot(0) + lo, (hi - lo) * sizeof(float));
-    for (int r = 1; r < options_.size; ++r) ReduceInto(result + lo, Slot(r) + lo, hi - lo, op);
+    std::memcpy(slot, chunk, lo * sizeof(float));
+    std::memcpy(slot + hi, chunk + hi, (n - hi) * sizeof(float));
+    MIRRORED_RETURN_IF_ERROR(Arrive("all-reduce"));
+    ReduceShare(chunk, lo, hi, op);
     MIRRORED_RETURN_IF_ERROR(Arrive("all-reduce"));
     // No third barrier: the next chunk's (or operation's) slot writes come
     // after every read of the slots (before the barrier above), and its
     // writes of the result after its first barrier, which every process
     // reaches only once done copying this result out.
-    std::memcpy(data + offset, result, n * sizeof(float));
+    std::memcpy(chunk, result, lo * sizeof(float));
+    std::memcpy(chunk + hi, result + hi, (n - hi) * sizeof(float));
   }
   return OkStatus();
 }

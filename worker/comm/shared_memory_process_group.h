@@ -74,6 +74,7 @@ class SharedMemoryProcessGroup : public ProcessGroup {
   // Waits for every member to arrive; `what` names the operation in errors.
   Status Arrive(const char* what);
   float* Slot(int rank) const;
+  void ReduceShare(float* mine, size_t lo, size_t hi, ReduceOp op) const;
   float* Result() const;
 
   SharedMemoryProcessGroupOptions options_;
@@ -81,6 +82,7 @@ class SharedMemoryProcessGroup : public ProcessGroup {
   size_t bytes_ = 0;
   Header* header_ = nullptr;
   size_t slot_floats_ = 0;
+  int spins_ = 0;  // before a waiter yields (none when the members outnumber the CPUs)
   uint64_t operations_ = 0;  // for error messages
   std::atomic<bool> aborted_{false};
 };
