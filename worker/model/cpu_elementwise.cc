@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "worker/model/cpu_simd_clones.h"
+#include "common/cpu_simd_clones.h"
 
 // This file is compiled with -fno-math-errno (CMakeLists.txt): with errno
 // to set, std::sqrt is a call in a branch and AdamRange's loop stays scalar.

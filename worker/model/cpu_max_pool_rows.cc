@@ -2,7 +2,7 @@
 
 #include <bit>
 
-#include "worker/model/cpu_simd_clones.h"
+#include "common/cpu_simd_clones.h"
 
 // The loops load every operand before comparing and select by `&` or bit
 // masks, never `&&` or a select between loads: without a branch GCC
