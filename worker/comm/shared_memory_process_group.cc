@@ -238,19 +238,17 @@ Status SharedMemoryProcessGroup::Arrive(const char* what) {
 
 // This process's share [lo, hi) of one chunk, summed over every process's
 // contribution in rank order (its own read from `mine`, the others' from
-// their slots) block by block in L1, and written both into `mine` and into
-// the result area, where the others copy it from.
+// their slots) into the result area, where the others copy it from, and
+// then into `mine`. Whole-share passes: summing in 4 KiB blocks (one pass
+// per element instead of one per contribution) ran 1.2-1.5x slower at
+// 16 MiB between 2 processes; the long streams keep the prefetchers going.
 void SharedMemoryProcessGroup::ReduceShare(float* mine, size_t lo, size_t hi, ReduceOp op) const {
-  constexpr size_t kBlock = 1024;
-  float block[kBlock];
-  float* result = Result();
-  for (size_t b = lo; b < hi; b += kBlock) {
-    const size_t len = std::min(kBlock, hi - b);
-    std::memcpy(block, options_.rank == 0 ? mine + b : Slot(0) + b, len * sizeof(float));
-    for (int r = 1; r < options_.size; ++r) ReduceInto(block, r == options_.rank ? mine + b : Slot(r) + b, len, op);
-    std::memcpy(mine + b, block, len * sizeof(float));
-    std::memcpy(result + b, block, len * sizeof(float));
-  }
+  float* result = Result() + lo;
+  const size_t n = hi - lo;
+  auto contribution = [&](int r) -> const float* { return r == options_.rank ? mine + lo : Slot(r) + lo; };
+  std::memcpy(result, contribution(0), n * sizeof(float));
+  for (int r = 1; r < options_.size; ++r) ReduceInto(result, contribution(r), n, op);
+  std::memcpy(mine + lo, result, n * sizeof(float));
 }
 
 Status SharedMemoryProcessGroup::AllReduce(float* data, size_t count, ReduceOp op) {

@@ -12,13 +12,16 @@
 // member must see rank 0's /proc: same host, same PID namespace, same user
 // (SameHostIdentity says when that holds).
 //
-// An all-reduce goes chunk by chunk: every process copies its chunk into
-// its slot; each reduces its 1/size share of the chunk over every slot, in
-// rank order (the same sum on every process, whatever the timing); each
-// copies the result out: two barriers per chunk. Processes wait for each
-// other on a barrier in the segment (a spin, a few yields, then a futex on
-// the shared word), with a deadline and an abort flag both local and
-// shared: Abort() wakes every waiter at once.
+// An all-reduce goes chunk by chunk. Process i sums share i (1/size of the
+// chunk) over every process, in rank order (the same sum on every process,
+// whatever the timing), reading its own part from its own memory: so every
+// process copies only the other shares into its slot; after a barrier each
+// sums its share into the result area and copies it into its own buffer;
+// after a second barrier each copies the other shares out. Processes wait
+// for each other on a barrier in the segment (a spin, a few yields, then a
+// futex on the shared word; no spin when the members outnumber the CPUs),
+// with a deadline and an abort flag both local and shared: Abort() wakes
+// every waiter at once.
 #pragma once
 
 #include <atomic>
