@@ -27,6 +27,24 @@ MIRRORED_SIMD_CLONES void ReduceInto(float* __restrict dst, const float* __restr
   }
 }
 
+MIRRORED_SIMD_CLONES void ReduceTwo(float* __restrict out, const float* __restrict a, const float* __restrict b,
+                                   size_t n, ReduceOp op) {
+  if (op == ReduceOp::kMax) {
+    for (size_t i = 0; i < n; ++i) out[i] = std::max(a[i], b[i]);
+  } else {
+    for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+  }
+}
+
+MIRRORED_SIMD_CLONES void ReduceTwoInto(float* __restrict out, const float* __restrict a, const float* __restrict b,
+                                       size_t n, ReduceOp op) {
+  if (op == ReduceOp::kMax) {
+    for (size_t i = 0; i < n; ++i) out[i] = std::max(std::max(out[i], a[i]), b[i]);
+  } else {
+    for (size_t i = 0; i < n; ++i) out[i] = (out[i] + a[i]) + b[i];
+  }
+}
+
 MIRRORED_SIMD_CLONES void Scale(float* __restrict data, size_t n, float factor) {
   for (size_t i = 0; i < n; ++i) data[i] *= factor;
 }
