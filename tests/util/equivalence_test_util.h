@@ -49,7 +49,9 @@ inline std::vector<float> TrainAlone(const TrainerOptions& options, int64_t expe
   auto summary = Train(options, **strategy);
   EXPECT_TRUE(summary.ok()) << summary.status();
   if (!summary.ok()) return {};
-  if (expected_steps >= 0) EXPECT_EQ(summary->steps, expected_steps);
+  if (expected_steps >= 0) {
+    EXPECT_EQ(summary->steps, expected_steps);
+  }
   return summary->params;
 }
 
