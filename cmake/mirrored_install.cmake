@@ -15,7 +15,7 @@ install(TARGETS mirrored-launch mirrored-worker
 # Every library mirrored::train needs, named without the prefix.
 set(_mirrored_libs
   mirrored_common mirrored_proto mirrored_dnnl mirrored_precision mirrored_model mirrored_data
-  mirrored_comm mirrored_coordination mirrored_summary mirrored_checkpoint mirrored_export
+  mirrored_wire_type mirrored_comm mirrored_coordination mirrored_summary mirrored_checkpoint mirrored_export
   mirrored_worker_options mirrored_strategy mirrored_train mirrored_eval)
 if(MIRRORED_WITH_CUDA)
   list(APPEND _mirrored_libs mirrored_cuda_deps)
