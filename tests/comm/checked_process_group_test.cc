@@ -94,5 +94,23 @@ TEST(CheckedProcessGroupTest, SizesAndBarriersAreCompared) {
   }
 }
 
+TEST(CheckedProcessGroupTest, WireTypesAreCompared) {
+  std::vector<Status> results(2);
+  OnTwoCheckedProcesses(60s, [&](int rank, CheckedProcessGroup& pg) {
+    std::vector<float> v(6, 1.5f);
+    ASSERT_TRUE(pg.AllReduceAs(WireType::kBf16, v.data(), v.size(), ReduceOp::kSum).ok());
+    EXPECT_EQ(v, std::vector<float>(6, 3.0f));
+    results[static_cast<size_t>(rank)] =
+        pg.AllReduceAs(rank == 0 ? WireType::kFp16 : WireType::kFp32, v.data(), v.size(), ReduceOp::kSum);
+  });
+  for (const Status& s : results) {
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
+    EXPECT_NE(s.message().find("worker:0 ran all-reduce (sum) of 6 floats as fp16; worker:1 ran all-reduce (sum) "
+                               "of 6 floats."),
+              std::string::npos)
+        << s;
+  }
+}
+
 }  // namespace
 }  // namespace mirrored

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "worker/comm/gloo_process_group.h"
+#include "worker/comm/half_conversion.h"
 
 namespace mirrored {
 namespace {
@@ -194,6 +195,103 @@ TEST(CpuReplicaGroupTest, MismatchedCollectivesFailLoudly) {
     EXPECT_FALSE(s.ok());
     EXPECT_TRUE(s.code() == StatusCode::kInternal || s.code() == StatusCode::kAborted) << s;
   }
+}
+
+// --allreduce-dtype bf16/fp16 (wire_type.h's rule). Element i of rank r's
+// gradient: many mantissa bits, both signs, magnitudes from 1/16 to 16.
+float Gradient(int rank, size_t i) {
+  const float m = 1.0f + 0.0137f * static_cast<float>(rank) + 0.00071f * static_cast<float>(i % 101);
+  return std::ldexp(i % 3 == 0 ? -m : m, static_cast<int>(i % 9) - 4);
+}
+
+float Rounded(WireType w, float x) {
+  RoundToWire(w, &x, 1);
+  return x;
+}
+
+// What the rule gives for element i with `layout`: each gradient rounded,
+// each process's local sum in FP32 rounded (it travels), the processes'
+// sums added in FP32 and rounded once (exact for up to 2 processes: Gloo's
+// one hop); kAvg divides the rounded sum and rounds again.
+float Rule(WireType w, const std::vector<int>& layout, size_t i, ReduceOp op) {
+  float total = 0;
+  int rank = 0;
+  for (int replicas : layout) {
+    float local = 0;
+    for (int j = 0; j < replicas; ++j) local += Rounded(w, Gradient(rank++, i));
+    total += Rounded(w, local);
+  }
+  total = Rounded(w, total);
+  return op == ReduceOp::kAvg ? Rounded(w, total / static_cast<float>(rank)) : total;
+}
+
+// Every rank's result of one AllReduceAs of Gradient(rank, .), by rank.
+std::vector<std::vector<float>> AllReduceGradients(const std::vector<int>& layout, WireType w, ReduceOp op, size_t n) {
+  Job job(layout);
+  const int world = std::accumulate(layout.begin(), layout.end(), 0);
+  std::vector<std::vector<float>> results(static_cast<size_t>(world));
+  job.RunOnAllReplicas([&](Communicator& comm) {
+    std::vector<float> g(n);
+    for (size_t i = 0; i < n; ++i) g[i] = Gradient(comm.rank(), i);
+    Status s = comm.AllReduceAs(w, g.data(), n, op);
+    EXPECT_TRUE(s.ok()) << s;
+    results[static_cast<size_t>(comm.rank())] = std::move(g);  // one slot per thread
+  });
+  return results;
+}
+
+void ExpectRule(const std::vector<int>& layout, WireType w, ReduceOp op) {
+  const size_t n = 3001;
+  const auto results = AllReduceGradients(layout, w, op, n);
+  size_t rounded_away = 0;  // elements where the plain FP32 sum differs
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(results[0][i], Rule(w, layout, i, op)) << "element " << i;
+    float fp32 = 0;
+    for (size_t r = 0; r < results.size(); ++r) fp32 += Gradient(static_cast<int>(r), i);
+    if (op == ReduceOp::kAvg) fp32 /= static_cast<float>(results.size());
+    rounded_away += results[0][i] != fp32;
+  }
+  EXPECT_GT(rounded_away, n / 2) << "the 16-bit all-reduce computed the FP32 sums: nothing was rounded";
+  for (size_t r = 1; r < results.size(); ++r) EXPECT_EQ(results[r], results[0]) << "rank " << r;
+}
+
+TEST(CpuReplicaGroupTest, Bf16AllReduceInOneProcessRoundsEachReplicaAndTheSum) {
+  ExpectRule({3}, WireType::kBf16, ReduceOp::kSum);
+  ExpectRule({3}, WireType::kFp16, ReduceOp::kAvg);
+}
+
+TEST(CpuReplicaGroupTest, Fp16AllReduceAcrossProcessesTravelsOverGlooIn16Bits) {
+  ExpectRule({1, 1}, WireType::kFp16, ReduceOp::kSum);
+  ExpectRule({1, 1}, WireType::kBf16, ReduceOp::kAvg);
+}
+
+TEST(CpuReplicaGroupTest, Bf16AllReduceAcrossProcessesRoundsEachProcesssLocalSum) {
+  ExpectRule({2, 2}, WireType::kBf16, ReduceOp::kSum);
+  ExpectRule({1, 2}, WireType::kFp16, ReduceOp::kSum);
+}
+
+TEST(CpuReplicaGroupTest, OneProcessOfTwoReplicasEqualsTwoProcessesOfOne) {
+  for (WireType w : {WireType::kBf16, WireType::kFp16}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax}) {
+      EXPECT_EQ(AllReduceGradients({2}, w, op, 1001)[0], AllReduceGradients({1, 1}, w, op, 1001)[0])
+          << WireTypeName(w) << " " << ReduceOpName(op);
+    }
+  }
+}
+
+TEST(CpuReplicaGroupTest, ReplicasAskingForDifferentWireTypesFailLoudly) {
+  Job job({2});
+  std::vector<Status> statuses(2);
+  std::vector<float> x(4), y(4);
+  std::thread a([&] { statuses[0] = job.group(0).replica(0).AllReduceAs(WireType::kBf16, x.data(), 4, ReduceOp::kSum); });
+  std::thread b([&] { statuses[1] = job.group(0).replica(1).AllReduceAs(WireType::kFp16, y.data(), 4, ReduceOp::kSum); });
+  a.join();
+  b.join();
+  for (const Status& s : statuses) {
+    EXPECT_FALSE(s.ok());
+    EXPECT_TRUE(s.code() == StatusCode::kInternal || s.code() == StatusCode::kAborted) << s;
+  }
+  EXPECT_NE(statuses[0].message().find("as bf16"), std::string::npos) << statuses[0];
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "worker/comm/gloo_process_group.h"
+#include "worker/comm/half_conversion.h"
 #include "worker/comm/shared_memory_process_group.h"
 
 namespace mirrored {
@@ -67,6 +68,31 @@ TEST(HierarchicalProcessGroupTest, AllReduceBroadcastAndBarrierSpanEveryHost) {
         ASSERT_TRUE(g.Broadcast(b.data(), b.size(), root).ok());
         for (float v : b) ASSERT_EQ(v, static_cast<float>(root)) << "root " << root;
         ASSERT_TRUE(g.Barrier().ok());
+      }
+    });
+  }
+}
+
+// --allreduce-dtype: each host's sum of rounded contributions is rounded to
+// travel between the leaders (two hosts: one FP32 hop, rounded once).
+TEST(HierarchicalProcessGroupTest, SixteenBitAllReduceRoundsEachHostsSum) {
+  auto gradient = [](int rank, size_t i) {
+    return 1.0f + 0.0137f * static_cast<float>(rank) + 0.00071f * static_cast<float>(i % 101);
+  };
+  auto rounded = [](float x) {
+    RoundToWire(WireType::kBf16, &x, 1);
+    return x;
+  };
+  for (const std::vector<std::string>& keys :
+       {std::vector<std::string>{"a", "a", "b", "b"}, {"a", "b", "a", "b", "a"}}) {
+    RunHosts(keys, [&](ProcessGroup& g) {
+      std::vector<float> data(1000);
+      for (size_t i = 0; i < data.size(); ++i) data[i] = gradient(g.rank(), i);
+      ASSERT_TRUE(g.AllReduceAs(WireType::kBf16, data.data(), data.size(), ReduceOp::kSum).ok());
+      for (size_t i = 0; i < data.size(); ++i) {
+        float host_a = 0, host_b = 0;  // each host's processes in rank order
+        for (size_t r = 0; r < keys.size(); ++r) (keys[r] == "a" ? host_a : host_b) += rounded(gradient(int(r), i));
+        ASSERT_EQ(data[i], rounded(rounded(host_a) + rounded(host_b))) << i;
       }
     });
   }

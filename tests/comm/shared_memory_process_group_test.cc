@@ -15,6 +15,8 @@
 #include <set>
 #include <thread>
 
+#include "worker/comm/half_conversion.h"
+
 namespace mirrored {
 namespace {
 
@@ -85,6 +87,44 @@ TEST(SharedMemoryProcessGroupTest, EveryMemberGetsTheRankOrderSumOfMixedCounts) 
         }
       }
     });
+  }
+}
+
+// --allreduce-dtype: every member's contribution rounded, summed in FP32 in
+// rank order, the sum rounded once; the same bits on every member, across
+// chunk boundaries.
+TEST(SharedMemoryProcessGroupTest, SixteenBitAllReduceRoundsEachMemberAndTheSumOnce) {
+  auto gradient = [](int rank, size_t i) {
+    return (1.0f + 0.0137f * static_cast<float>(rank) + 0.00071f * static_cast<float>(i % 101)) *
+           (i % 2 ? 1.0f : -0.125f);
+  };
+  auto rounded = [](WireType w, float x) {
+    RoundToWire(w, &x, 1);
+    return x;
+  };
+  for (WireType w : {WireType::kBf16, WireType::kFp16}) {
+    for (int size : {2, 3}) {
+      const size_t count = 1000;  // 64-float slots: several chunks
+      RunMembers(size, {.timeout = 20s, .slot_bytes = 256}, [&](SharedMemoryProcessGroup& g) {
+        std::vector<float> data(count), maxes(count);
+        for (size_t i = 0; i < count; ++i) data[i] = maxes[i] = gradient(g.rank(), i);
+        ASSERT_TRUE(g.AllReduceAs(w, data.data(), count, ReduceOp::kSum).ok());
+        ASSERT_TRUE(g.AllReduceAs(w, maxes.data(), count, ReduceOp::kMax).ok());
+        size_t rounded_away = 0;
+        for (size_t i = 0; i < count; ++i) {
+          float sum = 0, fp32 = 0, max = rounded(w, gradient(0, i));
+          for (int r = 0; r < size; ++r) {
+            sum += rounded(w, gradient(r, i));
+            fp32 += gradient(r, i);
+            max = std::max(max, rounded(w, gradient(r, i)));
+          }
+          ASSERT_EQ(data[i], rounded(w, sum)) << WireTypeName(w) << " size " << size << " i " << i;
+          ASSERT_EQ(maxes[i], max) << WireTypeName(w) << " size " << size << " i " << i;
+          rounded_away += data[i] != fp32;
+        }
+        EXPECT_GT(rounded_away, count / 2) << "nothing was rounded";
+      });
+    }
   }
 }
 

@@ -6,7 +6,7 @@ namespace mirrored {
 namespace {
 
 // Floats hold integers exactly up to 2^24: a count is sent in two halves.
-constexpr int kFields = 5;
+constexpr int kFields = 6;
 constexpr uint64_t kHalf = uint64_t{1} << 24;
 
 }  // namespace
@@ -15,8 +15,13 @@ CheckedProcessGroup::CheckedProcessGroup(std::unique_ptr<ProcessGroup> inner, st
     : inner_(std::move(inner)), tasks_(std::move(tasks)) {}
 
 Status CheckedProcessGroup::AllReduce(float* data, size_t count, ReduceOp op) {
-  MIRRORED_RETURN_IF_ERROR(Check({.kind = Kind::kAllReduce, .op = static_cast<int>(op), .count = count}));
-  return inner_->AllReduce(data, count, op);
+  return AllReduceAs(WireType::kFp32, data, count, op);
+}
+
+Status CheckedProcessGroup::AllReduceAs(WireType wire, float* data, size_t count, ReduceOp op) {
+  MIRRORED_RETURN_IF_ERROR(Check(
+      {.kind = Kind::kAllReduce, .op = static_cast<int>(op), .wire = static_cast<int>(wire), .count = count}));
+  return inner_->AllReduceAs(wire, data, count, op);
 }
 
 Status CheckedProcessGroup::Broadcast(float* data, size_t count, int root_process) {
@@ -42,6 +47,7 @@ Status CheckedProcessGroup::Check(const Operation& mine) {
   row[2] = static_cast<float>(mine.root);
   row[3] = static_cast<float>(mine.count / kHalf % kHalf);
   row[4] = static_cast<float>(mine.count % kHalf);
+  row[5] = static_cast<float>(mine.wire);
   if (Status s = inner_->AllReduce(table.data(), table.size(), ReduceOp::kSum); !s.ok()) {
     return Status(s.code(), s.message() + " (checking collective #" + std::to_string(number) +
                                 " across tasks, MIRRORED_CHECK_COLLECTIVES)");
@@ -55,7 +61,9 @@ Status CheckedProcessGroup::Check(const Operation& mine) {
     o.op = static_cast<int>(std::lround(f[1]));
     o.root = static_cast<int>(std::lround(f[2]));
     o.count = static_cast<uint64_t>(std::llround(f[3])) * kHalf + static_cast<uint64_t>(std::llround(f[4]));
-    same = same && o.kind == mine.kind && o.op == mine.op && o.root == mine.root && o.count == mine.count;
+    o.wire = static_cast<int>(std::lround(f[5]));
+    same = same && o.kind == mine.kind && o.op == mine.op && o.root == mine.root && o.count == mine.count &&
+           o.wire == mine.wire;
   }
   if (same) return OkStatus();
   std::string ran;
@@ -73,7 +81,8 @@ std::string CheckedProcessGroup::Describe(const Operation& o) const {
   const std::string floats = " of " + std::to_string(o.count) + (o.count == 1 ? " float" : " floats");
   switch (o.kind) {
     case Kind::kAllReduce:
-      return "all-reduce (" + std::string(ReduceOpName(static_cast<ReduceOp>(o.op))) + ")" + floats;
+      return "all-reduce (" + std::string(ReduceOpName(static_cast<ReduceOp>(o.op))) + ")" + floats +
+             (o.wire != 0 ? std::string(" as ") + WireTypeName(static_cast<WireType>(o.wire)) : "");
     case Kind::kBroadcast: {
       const std::string root = o.root >= 0 && o.root < static_cast<int>(tasks_.size())
                                    ? tasks_[static_cast<size_t>(o.root)]

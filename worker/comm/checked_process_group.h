@@ -34,6 +34,7 @@ class CheckedProcessGroup final : public ProcessGroup {
   // Errors: the inner group's, and FailedPrecondition (on every process at
   // once) when the processes' operations differ.
   Status AllReduce(float* data, size_t count, ReduceOp op) override;
+  Status AllReduceAs(WireType wire, float* data, size_t count, ReduceOp op) override;
   Status Broadcast(float* data, size_t count, int root_process) override;
   Status Barrier() override;
   void Abort() override { inner_->Abort(); }
@@ -44,6 +45,7 @@ class CheckedProcessGroup final : public ProcessGroup {
   struct Operation {
     Kind kind = Kind::kBarrier;
     int op = 0;    // ReduceOp, all-reduce only
+    int wire = 0;  // WireType, all-reduce only
     int root = 0;  // broadcast only
     uint64_t count = 0;
   };

@@ -4,6 +4,7 @@
 //   Communicator& comm = ...;                   // one per replica
 //   MIRRORED_RETURN_IF_ERROR(comm.AllReduce(grads, n, ReduceOp::kSum));
 //   MIRRORED_RETURN_IF_ERROR(comm.Broadcast(weights, n, /*root=*/0));
+//   MIRRORED_RETURN_IF_ERROR(comm.AllReduceAs(WireType::kBf16, grads, n, ReduceOp::kSum));
 //
 // Buffers are in the memory of the replica's device (device pointers for GPU
 // replicas); the *Host variants take host memory on every device.
@@ -23,6 +24,7 @@
 
 #include "common/status.h"
 #include "worker/comm/reduce_op.h"
+#include "worker/comm/wire_type.h"
 
 namespace mirrored {
 
@@ -38,6 +40,12 @@ class Communicator {
   virtual Status AllReduce(float* data, size_t count, ReduceOp op) = 0;
   // In place: every replica's data becomes root's.
   virtual Status Broadcast(float* data, size_t count, int root) = 0;
+  // AllReduce whose contributions travel as `wire` (--allreduce-dtype, for
+  // gradient buckets), by wire_type.h's rule; data stays FP32 on both ends.
+  // kFp32 is AllReduce. This default keeps the rule over an FP32
+  // AllReduce, rounding in HOST memory: a transport that moves the bytes
+  // (or keeps its buffers on a device) overrides it to move 16 bits.
+  virtual Status AllReduceAs(WireType wire, float* data, size_t count, ReduceOp op);
   virtual Status Barrier() = 0;
 
   // The same on HOST memory, whatever memory the replica's tensors live in:

@@ -5,12 +5,30 @@
 #include <numeric>
 #include <sstream>
 
+#include "worker/comm/half_conversion.h"
+
 namespace mirrored {
 namespace {
 
 // Local replicas wait this much longer than replica 0's cross-process
 // operation may take, so that its own timeout is the error that surfaces.
 constexpr std::chrono::seconds kCrossProcessGrace{1};
+
+// dst (op)= src as the wire holds it: each contribution rounded (a maximum
+// of rounded values is the rounded maximum: rounding is monotonic).
+void Accumulate(WireType wire, ReduceOp op, float* dst, const float* src, size_t n) {
+  if (wire == WireType::kFp32 || op == ReduceOp::kMax) {
+    ReduceInto(dst, src, n, op);
+  } else {
+    AddRoundedToWire(wire, dst, src, n);
+  }
+}
+
+// kAvg's division of the (rounded) sum, itself rounded again.
+void Average(WireType wire, float* data, size_t n, float scale) {
+  Scale(data, n, scale);
+  RoundToWire(wire, data, n);
+}
 
 }  // namespace
 
@@ -20,16 +38,19 @@ class CpuReplicaGroup::ReplicaCommunicator : public Communicator {
   int rank() const override { return group_->rank_offset_ + local_rank_; }
   int world_size() const override { return group_->world_size_; }
   Status AllReduce(float* data, size_t count, ReduceOp op) override {
-    return group_->Run(local_rank_, {Kind::kAllReduce, data, count, op, 0, 0});
+    return AllReduceAs(WireType::kFp32, data, count, op);
+  }
+  Status AllReduceAs(WireType wire, float* data, size_t count, ReduceOp op) override {
+    return group_->Run(local_rank_, {Kind::kAllReduce, data, count, op, 0, 0, wire});
   }
   Status Broadcast(float* data, size_t count, int root) override {
     if (root < 0 || root >= group_->world_size_) {
       return InvalidArgumentError("broadcast root " + std::to_string(root) +
                                   " is out of range: world size " + std::to_string(group_->world_size_));
     }
-    return group_->Run(local_rank_, {Kind::kBroadcast, data, count, ReduceOp::kSum, root, 0});
+    return group_->Run(local_rank_, {Kind::kBroadcast, data, count, ReduceOp::kSum, root, 0, WireType::kFp32});
   }
-  Status Barrier() override { return group_->Run(local_rank_, {Kind::kBarrier, nullptr, 0, ReduceOp::kSum, 0, 0}); }
+  Status Barrier() override { return group_->Run(local_rank_, {Kind::kBarrier, nullptr, 0, ReduceOp::kSum, 0, 0, WireType::kFp32}); }
   void Abort(const Status& reason) override { group_->Abort(reason); }
 
  private:
@@ -67,7 +88,11 @@ Status CpuReplicaGroup::Describe(const Status& s, const Post& post,
   static constexpr const char* kNames[] = {"all-reduce", "broadcast", "barrier"};
   std::ostringstream what;
   what << kNames[static_cast<int>(post.kind)] << " #" << post.seq;
-  if (post.kind == Kind::kAllReduce) what << " (" << ReduceOpName(post.op) << ", " << post.count << " floats)";
+  if (post.kind == Kind::kAllReduce) {
+    what << " (" << ReduceOpName(post.op) << ", " << post.count << " floats";
+    if (post.wire != WireType::kFp32) what << " as " << WireTypeName(post.wire);
+    what << ")";
+  }
   if (post.kind == Kind::kBroadcast) what << " (root " << post.root << ", " << post.count << " floats)";
   what << " failed after "
        << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count()
@@ -94,7 +119,7 @@ Status CpuReplicaGroup::CheckPostsMatch() const {
   for (int j = 1; j < local_size_; ++j) {
     const Post& other = posts_[j];
     if (other.kind != lead.kind || other.count != lead.count || other.op != lead.op ||
-        other.root != lead.root || other.seq != lead.seq) {
+        other.root != lead.root || other.seq != lead.seq || other.wire != lead.wire) {
       return InternalError("local replicas 0 and " + std::to_string(j) +
                            " called different collectives at the same point (count " +
                            std::to_string(lead.count) + " vs " + std::to_string(other.count) +
@@ -106,7 +131,7 @@ Status CpuReplicaGroup::CheckPostsMatch() const {
 
 Status CpuReplicaGroup::RunCrossProcess(const Post& post, float* result) {
   if (cross_ == nullptr || cross_->size() <= 1) return OkStatus();
-  if (post.kind == Kind::kAllReduce) return cross_->AllReduce(result, post.count, post.op);
+  if (post.kind == Kind::kAllReduce) return cross_->AllReduceAs(post.wire, result, post.count, post.op);
   if (post.kind == Kind::kBroadcast) {
     int root_process = 0;
     for (int r = post.root; r >= options_.replicas_per_process[root_process];) {
@@ -138,14 +163,19 @@ Status CpuReplicaGroup::RunCollective(int lr, const Post& post, PhaseBarrier::Cl
     for (size_t b = begin; b < end; b += kBlock) {
       const size_t len = std::min(kBlock, end - b);
       std::memcpy(block, posts_[0].data + b, len * sizeof(float));
-      for (int j = 1; j < local_size_; ++j) ReduceInto(block, posts_[j].data + b, len, post.op);
-      if (post.op == ReduceOp::kAvg) Scale(block, len, scale);
+      RoundToWire(post.wire, block, len);  // no-op for FP32
+      for (int j = 1; j < local_size_; ++j) Accumulate(post.wire, post.op, block, posts_[j].data + b, len);
+      RoundToWire(post.wire, block, len);
+      if (post.op == ReduceOp::kAvg) Average(post.wire, block, len, scale);
       for (int j = 0; j < local_size_; ++j) std::memcpy(posts_[j].data + b, block, len * sizeof(float));
     }
     return barrier_.Arrive(lr, deadline);  // B2: nobody returns while others write its buffer
   }
   if (post.kind == Kind::kAllReduce) {
-    for (int j = 1; j < local_size_; ++j) ReduceInto(result + begin, posts_[j].data + begin, end - begin, post.op);
+    RoundToWire(post.wire, result + begin, end - begin);
+    for (int j = 1; j < local_size_; ++j) {
+      Accumulate(post.wire, post.op, result + begin, posts_[j].data + begin, end - begin);
+    }
   } else if (post.kind == Kind::kBroadcast) {
     // The root's buffer travels through replica 0's (when the root is local).
     const int root_local = post.root - rank_offset_;
@@ -170,7 +200,7 @@ Status CpuReplicaGroup::RunCollective(int lr, const Post& post, PhaseBarrier::Cl
   if (post.kind == Kind::kBarrier) return OkStatus();
 
   if (post.kind == Kind::kAllReduce && post.op == ReduceOp::kAvg) {
-    Scale(result + begin, end - begin, 1.0f / static_cast<float>(world_size_));
+    Average(post.wire, result + begin, end - begin, 1.0f / static_cast<float>(world_size_));
     MIRRORED_RETURN_IF_ERROR(barrier_.Arrive(lr, deadline));  // B3'
   }
   if (lr != 0) std::memcpy(post.data, result, n * sizeof(float));

@@ -8,6 +8,11 @@
 //   Communicator& comm = group.replica(r);      // global rank 2 + r of 4
 //   MIRRORED_RETURN_IF_ERROR(comm.AllReduce(grads, n, ReduceOp::kSum));
 //
+// AllReduceAs(bf16/fp16) follows wire_type.h's rule among the local
+// replicas (each buffer rounded as it is read, the sum in FP32, rounded
+// once), so that 1 process x 2 replicas computes what 2 processes x 1 do;
+// with several processes a process's local sum is rounded again to
+// travel (the cross-process group's AllReduceAs).
 // One process (no cross-process group): after B1 replica i reduces slice i
 // of all L buffers block by block and writes it into every buffer; B2 ends
 // the operation. Several processes:
@@ -68,6 +73,7 @@ class CpuReplicaGroup final : public ReplicaGroup {
     ReduceOp op = ReduceOp::kSum;
     int root = 0;
     unsigned long long seq = 0;
+    WireType wire = WireType::kFp32;  // all-reduce only
   };
 
   Status Run(int local_rank, Post post);

@@ -9,6 +9,8 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include "worker/comm/half_conversion.h"
+
 namespace mirrored {
 namespace {
 
@@ -20,6 +22,23 @@ Status FromGloo(const std::exception& e, const char* what) {
   }
   if (dynamic_cast<const gloo::IoException*>(&e) != nullptr) return UnavailableError(msg);
   return InternalError(msg);
+}
+
+// One gloo all-reduce of `count` elements of T in place, reduced by `fn`.
+template <typename T>
+Status RunAllreduce(const std::shared_ptr<gloo::Context>& context, T* data, size_t count,
+                    gloo::AllreduceOptions::Func fn, uint32_t tag, std::chrono::milliseconds timeout) {
+  try {
+    gloo::AllreduceOptions opts(context);
+    opts.setOutput(data, count);
+    opts.setReduceFunction(std::move(fn));
+    opts.setTag(tag);
+    opts.setTimeout(timeout);
+    gloo::allreduce(opts);
+    return OkStatus();
+  } catch (const std::exception& e) {
+    return FromGloo(e, "all-reduce");
+  }
 }
 
 }  // namespace
@@ -54,19 +73,34 @@ void GlooProcessGroup::Abort() {
 Status GlooProcessGroup::AllReduce(float* data, size_t count, ReduceOp op) {
   if (count == 0 || options_.size == 1) return OkStatus();
   if (aborted_) return AbortedError("the process group was aborted");
-  try {
-    gloo::AllreduceOptions opts(context_);
-    opts.setOutput(data, count);
-    using Fn = void (*)(void*, const void*, const void*, size_t);
-    opts.setReduceFunction(op == ReduceOp::kMax ? static_cast<Fn>(&gloo::max<float>)
-                                                : static_cast<Fn>(&gloo::sum<float>));
-    opts.setTag(NextTag());
-    opts.setTimeout(options_.timeout);
-    gloo::allreduce(opts);
+  using Fn = void (*)(void*, const void*, const void*, size_t);
+  const Fn fn = op == ReduceOp::kMax ? static_cast<Fn>(&gloo::max<float>) : static_cast<Fn>(&gloo::sum<float>);
+  return RunAllreduce(context_, data, count, fn, NextTag(), options_.timeout);
+}
+
+Status GlooProcessGroup::AllReduceAs(WireType wire, float* data, size_t count, ReduceOp op) {
+  if (wire == WireType::kFp32) return AllReduce(data, count, op);
+  if (count == 0 || options_.size == 1) {
+    RoundToWire(wire, data, count);  // the sum of one contribution
     return OkStatus();
-  } catch (const std::exception& e) {
-    return FromGloo(e, "all-reduce");
   }
+  if (aborted_) return AbortedError("the process group was aborted");
+  wire_buffer_.resize(count);
+  NarrowToWire(wire, data, wire_buffer_.data(), count);
+  // Gloo may pass the output as an input (c == a): the loops allow it.
+  auto fn = [wire, op](void* c, const void* a, const void* b, size_t n) {
+    auto* out = static_cast<uint16_t*>(c);
+    const auto* x = static_cast<const uint16_t*>(a);
+    const auto* y = static_cast<const uint16_t*>(b);
+    if (op == ReduceOp::kMax) {
+      MaxOnWire(wire, out, x, y, n);
+    } else {
+      SumOnWire(wire, out, x, y, n);
+    }
+  };
+  MIRRORED_RETURN_IF_ERROR(RunAllreduce(context_, wire_buffer_.data(), count, fn, NextTag(), options_.timeout));
+  WidenFromWire(wire, wire_buffer_.data(), data, count);
+  return OkStatus();
 }
 
 Status GlooProcessGroup::Broadcast(float* data, size_t count, int root_process) {

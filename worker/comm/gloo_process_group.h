@@ -14,6 +14,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "worker/comm/process_group.h"
 
@@ -45,6 +46,11 @@ class GlooProcessGroup : public ProcessGroup {
   int rank() const override { return options_.rank; }
   int size() const override { return options_.size; }
   Status AllReduce(float* data, size_t count, ReduceOp op) override;
+  // bf16/fp16: 2 bytes an element over TCP. Gloo's ring sums per hop in
+  // the 16-bit type (each hop's FP32 sum rounded): wire_type.h's rule
+  // exactly for 2 processes, a rounding per hop beyond; every process still
+  // gets the same bits (each chunk is reduced once, then copied).
+  Status AllReduceAs(WireType wire, float* data, size_t count, ReduceOp op) override;
   Status Broadcast(float* data, size_t count, int root_process) override;
   Status Barrier() override;
   // Closes every TCP pair: a peer that never answers cannot hold an
@@ -59,6 +65,7 @@ class GlooProcessGroup : public ProcessGroup {
   GlooProcessGroupOptions options_;
   std::shared_ptr<gloo::Context> context_;
   uint32_t tag_ = 1;
+  std::vector<uint16_t> wire_buffer_;  // AllReduceAs' 16-bit copy, reused
   std::atomic<bool> aborted_{false};
 };
 

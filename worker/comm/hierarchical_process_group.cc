@@ -26,8 +26,12 @@ HierarchicalProcessGroup::HierarchicalProcessGroup(int rank, HostLayout layout, 
     : rank_(rank), layout_(std::move(layout)), local_(std::move(local)), leaders_(std::move(leaders)) {}
 
 Status HierarchicalProcessGroup::AllReduce(float* data, size_t count, ReduceOp op) {
-  MIRRORED_RETURN_IF_ERROR(local_->AllReduce(data, count, op));
-  if (leader()) MIRRORED_RETURN_IF_ERROR(leaders_->AllReduce(data, count, op));
+  return AllReduceAs(WireType::kFp32, data, count, op);
+}
+
+Status HierarchicalProcessGroup::AllReduceAs(WireType wire, float* data, size_t count, ReduceOp op) {
+  MIRRORED_RETURN_IF_ERROR(local_->AllReduceAs(wire, data, count, op));
+  if (leader()) MIRRORED_RETURN_IF_ERROR(leaders_->AllReduceAs(wire, data, count, op));
   return local_->Broadcast(data, count, /*root_process=*/0);
 }
 

@@ -42,6 +42,8 @@ class HierarchicalProcessGroup : public ProcessGroup {
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(layout_.host_of.size()); }
   Status AllReduce(float* data, size_t count, ReduceOp op) override;
+  // 16 bits in each half: a host's rounded sum is its leader's contribution.
+  Status AllReduceAs(WireType wire, float* data, size_t count, ReduceOp op) override;
   Status Broadcast(float* data, size_t count, int root_process) override;
   Status Barrier() override;
   void Abort() override;

@@ -20,6 +20,10 @@ Status SoloCommunicator::AllReduce(float* data, size_t count, ReduceOp op) {
   return Start(what);  // over one rank, SUM, AVG and MAX leave data as it is
 }
 
+Status SoloCommunicator::AllReduceAs(WireType /*wire*/, float* data, size_t count, ReduceOp op) {
+  return AllReduce(data, count, op);
+}
+
 Status SoloCommunicator::Broadcast(float* data, size_t count, int root) {
   const std::string what = "broadcast (root " + std::to_string(root) + ", " + std::to_string(count) + " floats)";
   if (root != 0) return InvalidArgumentError(what + ": the only rank is 0");

@@ -29,6 +29,9 @@ class SoloCommunicator final : public Communicator {
   int rank() const override { return 0; }
   int world_size() const override { return 1; }
   Status AllReduce(float* data, size_t count, ReduceOp op) override;
+  // Nothing travels, so nothing is rounded: `wire` changes nothing with one
+  // replica in all (the buffer may be device memory).
+  Status AllReduceAs(WireType wire, float* data, size_t count, ReduceOp op) override;
   Status Broadcast(float* data, size_t count, int root) override;
   Status Barrier() override;
   void Abort(const Status& reason) override;
