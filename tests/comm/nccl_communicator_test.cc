@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "tests/util/gpu_test_util.h"
+#include "worker/comm/half_conversion.h"
 #include "worker/comm/nccl_replica_group.h"
 
 extern char** environ;
@@ -134,6 +136,58 @@ TEST(NcclReplicaGroup, OneRankRoundTripOnDeviceMemory) {
   }
 }
 
+// Values whose 16-bit rounding matters: ties, fp16's overflow (65520) and
+// subnormals, NaN, infinity, bf16's tiny values.
+std::vector<float> RoundingCases(size_t n) {
+  std::vector<float> v = {1.0f + std::ldexp(1.0f, -8), 1.0f + 3 * std::ldexp(1.0f, -11), 65504.0f, 65520.0f,
+                          std::ldexp(1.0f, -25), 3 * std::ldexp(1.0f, -25), std::nanf(""), INFINITY, -INFINITY,
+                          1e-40f, -0.0f, 3e38f};
+  for (size_t i = v.size(); i < n; ++i) v.push_back((1.0f + 0.00071f * static_cast<float>(i % 997)) * (i % 2 ? 1 : -1));
+  return v;
+}
+
+// Equal bits, or both NaN.
+void ExpectSameBits(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << what << " element " << i;
+    } else {
+      ASSERT_EQ(got[i], want[i]) << what << " element " << i << " from " << RoundingCases(got.size())[i];
+    }
+  }
+}
+
+// --allreduce-dtype on the device: narrowed as the CPU paths round (to
+// nearest even), reduced by NCCL as ncclBfloat16 / ncclFloat16, widened back.
+TEST(NcclReplicaGroup, SixteenBitAllReduceRoundsOnTheDeviceAsTheCpuDoes) {
+  SKIP_WITHOUT_GPU();
+  auto group = NcclReplicaGroup::Create({.unique_id = NewUniqueId(), .world_size = 1, .devices = {0}});
+  ASSERT_TRUE(group.ok()) << group.status();
+  NcclCommunicator& comm = (*group)->replica(0);
+  constexpr size_t kN = 4099;
+  DeviceBuffer buf(kN);
+  const std::vector<float> in = RoundingCases(kN);
+  for (WireType wire : {WireType::kBf16, WireType::kFp16}) {
+    std::vector<float> want = in;
+    RoundToWire(wire, want.data(), want.size());
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax}) {
+      buf.Set(in);
+      Status s = comm.AllReduceAs(wire, buf.get(), kN, op);
+      ASSERT_TRUE(s.ok()) << s;
+      ExpectSameBits(buf.Get(), want, std::string(WireTypeName(wire)) + " " + std::string(ReduceOpName(op)));
+    }
+  }
+  // The 16-bit buffer grows past its first size; FP32 is untouched by it.
+  DeviceBuffer big(kN * 3);
+  big.Set(Pattern(kN * 3, 1.5f));
+  ASSERT_TRUE(comm.AllReduceAs(WireType::kBf16, big.get(), kN * 3, ReduceOp::kSum).ok());
+  EXPECT_EQ(big.Get(), Pattern(kN * 3, 1.5f));  // small integers x 1.5: exact in bf16
+  buf.Set(in);
+  ASSERT_TRUE(comm.AllReduceAs(WireType::kFp32, buf.get(), kN, ReduceOp::kSum).ok());
+  ExpectSameBits(buf.Get(), in, "fp32");
+}
+
 TEST(NcclReplicaGroup, AbortFailsLaterOperationsWithTheReason) {
   SKIP_WITHOUT_GPU();
   auto group = NcclReplicaGroup::Create({.unique_id = NewUniqueId(), .world_size = 1, .devices = {0}});
@@ -226,11 +280,24 @@ TEST(NcclTwoProcessChild, Run) {
   ASSERT_TRUE(comm.BroadcastHost(host.data(), host.size(), 0).ok());  // #7
   EXPECT_EQ(host, Pattern(9, 5.0f));
 
+  // 16 bits between two ranks: one hop, so NCCL's sum of the rounded
+  // contributions, rounded once, is wire_type.h's rule exactly.
+  std::vector<float> mine16 = RoundingCases(kN), other16 = RoundingCases(kN);
+  for (size_t i = 0; i < kN; ++i) (rank == 0 ? other16 : mine16)[i] *= 1.0f + std::ldexp(1.0f, -9);
+  std::vector<float> want = mine16, theirs = other16;
+  RoundToWire(WireType::kBf16, want.data(), kN);
+  RoundToWire(WireType::kBf16, theirs.data(), kN);
+  for (size_t i = 0; i < kN; ++i) want[i] += theirs[i];
+  RoundToWire(WireType::kBf16, want.data(), kN);
+  buf.Set(mine16);
+  ASSERT_TRUE(comm.AllReduceAs(WireType::kBf16, buf.get(), kN, ReduceOp::kSum).ok());  // #8
+  ExpectSameBits(buf.Get(), want, "two ranks, bf16");
+
   if (rank == 0) {
     // Rank 1 never joins this one: the bounded wait must turn it into an error.
     Status s = comm.AllReduce(buf.get(), kN, ReduceOp::kSum);
     EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s;
-    EXPECT_NE(s.message().find("all-reduce #8 (sum, 1048576 floats) on rank 0 of 2 (GPU 0) failed after"),
+    EXPECT_NE(s.message().find("all-reduce #9 (sum, 1048576 floats) on rank 0 of 2 (GPU 0) failed after"),
               std::string::npos) << s;
     EXPECT_NE(s.message().find("3000 ms collective timeout"), std::string::npos) << s;
     EXPECT_EQ(comm.Barrier().code(), StatusCode::kAborted);  // the timeout aborted the group

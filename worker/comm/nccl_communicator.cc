@@ -6,6 +6,7 @@
 
 #include "common/logging.h"
 #include "worker/comm/cuda_device_guard.h"
+#include "worker/comm/gpu_wire_kernels.h"
 #include "worker/comm/nccl_check.h"
 
 namespace mirrored {
@@ -59,6 +60,7 @@ NcclCommunicator::~NcclCommunicator() {
   }
   if (scratch_ != nullptr) cudaFree(scratch_);
   if (staging_ != nullptr) cudaFree(staging_);
+  if (wire_ != nullptr) cudaFree(wire_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
@@ -87,7 +89,32 @@ ncclResult_t NcclCommunicator::AsyncError() {
 }
 
 Status NcclCommunicator::AllReduce(float* data, size_t count, ReduceOp op) {
-  return Run({Kind::kAllReduce, data, count, op, 0, 0});
+  return Run({Kind::kAllReduce, data, count, op, 0, 0, WireType::kFp32});
+}
+
+Status NcclCommunicator::AllReduceAs(WireType wire, float* data, size_t count, ReduceOp op) {
+  if (wire == WireType::kFp32 || count == 0) return AllReduce(data, count, op);
+  MIRRORED_RETURN_IF_ERROR(ReserveWire(count));
+  return Run({Kind::kAllReduce, data, count, op, 0, 0, wire});
+}
+
+Status NcclCommunicator::ReserveWire(size_t count) {
+  MIRRORED_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  if (count <= wire_capacity_) return OkStatus();
+  // The stream is idle here (every operation waits for it).
+  if (wire_ != nullptr) MIRRORED_CUDA_RETURN_IF_ERROR(cudaFree(wire_));
+  wire_ = nullptr;
+  wire_capacity_ = 0;
+  MIRRORED_CUDA_RETURN_IF_ERROR(cudaMalloc(&wire_, count * sizeof(uint16_t)));
+  wire_capacity_ = count;
+  return OkStatus();
+}
+
+Status NcclCommunicator::WidenResult(const Op& op) {
+  MIRRORED_CUDA_RETURN_IF_ERROR(WidenOnDevice(stream_, op.wire == WireType::kBf16, wire_, op.data, op.count));
+  // A conversion kernel cannot hang: no deadline needed.
+  MIRRORED_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  return OkStatus();
 }
 
 Status NcclCommunicator::Broadcast(float* data, size_t count, int root) {
@@ -95,10 +122,10 @@ Status NcclCommunicator::Broadcast(float* data, size_t count, int root) {
     return InvalidArgumentError("broadcast root " + std::to_string(root) + " is out of range: world size " +
                                 std::to_string(world_size_));
   }
-  return Run({Kind::kBroadcast, data, count, ReduceOp::kSum, root, 0});
+  return Run({Kind::kBroadcast, data, count, ReduceOp::kSum, root, 0, WireType::kFp32});
 }
 
-Status NcclCommunicator::Barrier() { return Run({Kind::kBarrier, scratch_, 1, ReduceOp::kSum, 0, 0}); }
+Status NcclCommunicator::Barrier() { return Run({Kind::kBarrier, scratch_, 1, ReduceOp::kSum, 0, 0, WireType::kFp32}); }
 
 Status NcclCommunicator::StageIn(const float* host, size_t count) {
   MIRRORED_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
@@ -155,6 +182,9 @@ Status NcclCommunicator::Run(Op op) {
   } else {
     s = Issue(op);
     if (s.ok()) s = WaitForCompletion(start + timeout_);
+    // Not issued with the collective: a non-blocking communicator may put
+    // its kernel on the stream only once the wait above saw it settle.
+    if (s.ok() && op.wire != WireType::kFp32) s = WidenResult(op);
   }
   if (!s.ok()) {
     // The first failure names the cause for every other replica; later
@@ -177,6 +207,13 @@ Status NcclCommunicator::Issue(const Op& op) {
   switch (op.kind) {
     case Kind::kAllReduce:
     case Kind::kBarrier:
+      if (op.wire != WireType::kFp32) {
+        const bool bf16 = op.wire == WireType::kBf16;
+        MIRRORED_CUDA_RETURN_IF_ERROR(NarrowOnDevice(stream_, bf16, op.data, wire_, op.count));
+        MIRRORED_NCCL_RETURN_IF_ERROR(ncclAllReduce(wire_, wire_, op.count, bf16 ? ncclBfloat16 : ncclFloat16,
+                                                    ToNccl(op.op), comm_, stream_));
+        break;
+      }
       MIRRORED_NCCL_RETURN_IF_ERROR(
           ncclAllReduce(op.data, op.data, op.count, ncclFloat32, ToNccl(op.op), comm_, stream_));
       break;
@@ -237,7 +274,11 @@ Status NcclCommunicator::Describe(const Status& s, const Op& op, std::chrono::st
   static constexpr const char* kNames[] = {"all-reduce", "broadcast", "barrier"};
   std::ostringstream what;
   what << "NCCL " << kNames[static_cast<int>(op.kind)] << " #" << op.seq;
-  if (op.kind == Kind::kAllReduce) what << " (" << ReduceOpName(op.op) << ", " << op.count << " floats)";
+  if (op.kind == Kind::kAllReduce) {
+    what << " (" << ReduceOpName(op.op) << ", " << op.count << " floats";
+    if (op.wire != WireType::kFp32) what << " as " << WireTypeName(op.wire);
+    what << ")";
+  }
   if (op.kind == Kind::kBroadcast) what << " (root " << op.root << ", " << op.count << " floats)";
   what << " on rank " << rank_ << " of " << world_size_ << " (GPU " << device_ << ") failed after "
        << MillisSince(start) << " ms";

@@ -66,6 +66,11 @@ class NcclCommunicator : public Communicator {
   // Every operation sets the calling thread's current device to device().
   // `data` is device memory of `count` floats (see the header comment).
   Status AllReduce(float* data, size_t count, ReduceOp op) override;
+  // bf16/fp16: `data` narrowed on the device into a private 16-bit buffer,
+  // all-reduced as ncclBfloat16/ncclFloat16 (half the bytes), widened back.
+  // NCCL sums per hop in the 16-bit type (wire_type.h); every rank gets the
+  // same bits.
+  Status AllReduceAs(WireType wire, float* data, size_t count, ReduceOp op) override;
   Status Broadcast(float* data, size_t count, int root) override;
   // A one-float all-reduce on a private device buffer.
   Status Barrier() override;
@@ -101,6 +106,7 @@ class NcclCommunicator : public Communicator {
     ReduceOp op;
     int root;
     unsigned long long seq;
+    WireType wire;  // all-reduce: what NCCL reduces (kFp32: data itself)
   };
 
   Status Run(Op op);
@@ -112,6 +118,10 @@ class NcclCommunicator : public Communicator {
   Status StageIn(const float* host, size_t count);
   // Copies them back and waits for the copy.
   Status StageOut(float* host, size_t count);
+  // wire_ holds at least `count` 16-bit elements (grown as needed).
+  Status ReserveWire(size_t count);
+  // AllReduceAs' last part, once NCCL is done: wire_ widened into data.
+  Status WidenResult(const Op& op);
 
   const int rank_;
   const int world_size_;
@@ -121,6 +131,8 @@ class NcclCommunicator : public Communicator {
   float* scratch_;
   float* staging_ = nullptr;  // host collectives; only the replica's own thread touches it
   size_t staging_capacity_ = 0;
+  void* wire_ = nullptr;  // AllReduceAs' 16-bit buffer; the replica's own thread only
+  size_t wire_capacity_ = 0;
   std::shared_ptr<NcclAbortState> abort_state_;
   std::function<void(const Status&)> abort_group_;
   unsigned long long seq_ = 0;  // only the replica's own thread touches it
