@@ -29,6 +29,7 @@ TrainerOptions TrainerOptionsFrom(const WorkerOptions& f) {
                    .keep = f.keep_checkpoints};
   o.validation = {.test_set = f.validate, .replicas = f.verify_replicas};
   o.communication = {.bucket_mb = f.bucket_mb,
+                     .allreduce_dtype = f.allreduce_dtype,
                      .collective_timeout = MillisecondsOf(f.collective_timeout_sec),
                      .registration_timeout = MillisecondsOf(f.registration_timeout_sec)};
   return o;

@@ -9,6 +9,7 @@
 #include "common/flag_checks.h"
 #include "common/launcher_environment.h"
 #include "worker/coordination/tls_credentials.h"
+#include "worker/comm/wire_type.h"
 #include "worker/model/precision.h"
 
 namespace mirrored {
@@ -162,6 +163,10 @@ namespace {
 // --bucket-mb and the timeouts of the job's rendezvous and collectives.
 void RegisterCommunicationFlags(CLI::App& app, WorkerOptions& o) {
   app.add_option("--bucket-mb", o.bucket_mb, "Gradient bucket size in MiB")->capture_default_str();
+  app.add_option("--allreduce-dtype", o.allreduce_dtype,
+                 "fp32, bf16 or fp16: the type gradient buckets travel in (summed in FP32 where the transport "
+                 "allows); weights and metrics stay FP32")
+      ->capture_default_str();
   app.add_option("--collective-timeout", o.collective_timeout_sec, "Seconds before a stuck collective fails")
       ->capture_default_str();
   app.add_option("--registration-timeout", o.registration_timeout_sec, "Seconds to wait for every task to register")
@@ -307,6 +312,7 @@ Status WorkerOptions::Validate() const {
   }
   if (log_every < 1) return InvalidArgumentError("--log-every " + std::to_string(log_every) + " must be at least 1");
   MIRRORED_RETURN_IF_ERROR(Positive("--bucket-mb", bucket_mb));
+  MIRRORED_RETURN_IF_ERROR(ParseWireType(allreduce_dtype).status());
   MIRRORED_RETURN_IF_ERROR(Seconds("--collective-timeout", collective_timeout_sec));
   MIRRORED_RETURN_IF_ERROR(Seconds("--registration-timeout", registration_timeout_sec));
   MIRRORED_RETURN_IF_ERROR(Seconds("--heartbeat-interval", heartbeat_interval_sec));

@@ -77,6 +77,7 @@ struct WorkerOptions {
 
   // Communication.
   double bucket_mb = 25;
+  std::string allreduce_dtype = "fp32";  // fp32 | bf16 | fp16: what gradient buckets travel as (comm/wire_type.h)
   double collective_timeout_sec = 300;
   double registration_timeout_sec = 300;
   double heartbeat_interval_sec = 1;

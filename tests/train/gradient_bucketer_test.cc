@@ -129,6 +129,10 @@ class RecordingCommunicator : public Communicator {
     r_->Log("reduce " + std::to_string(data - base_) + "+" + std::to_string(count));
     return OkStatus();
   }
+  Status AllReduceAs(WireType wire, float* data, size_t count, ReduceOp op) override {
+    r_->Log(std::string("as ") + WireTypeName(wire) + " " + std::to_string(data - base_));
+    return AllReduce(data, count, op);
+  }
   Status Broadcast(float*, size_t, int) override { return OkStatus(); }
   Status Barrier() override { return OkStatus(); }
   void Abort(const Status&) override {}
@@ -192,6 +196,22 @@ TEST(GradientBucketerTest, FenceErrorsFailTheStepWithoutReducingThatBucket) {
     EXPECT_NE(s.message().find("gradient bucket 1"), std::string::npos) << s;
     EXPECT_NE(s.message().find(fail_in_wait ? "cudaStreamWaitEvent" : "cudaEventRecord"), std::string::npos) << s;
     EXPECT_EQ(rec.Find("reduce 16+32"), -1) << rec.Dump();  // bucket 1 = tensors 2, 1
+  }
+}
+
+TEST(GradientBucketerTest, BucketsTravelAsTheWireTypeAsked) {
+  for (WireType wire : {WireType::kFp32, WireType::kBf16}) {
+    Recorder rec;
+    std::vector<float> g(64);
+    RecordingCommunicator comm(&rec, g.data());
+    GradientBucketer b(kFenceSpans, g.data(), &comm, {.bucket_bytes = 64, .first_bucket_bytes = 64, .wire = wire});
+    b.BeginStep();
+    for (int t = 3; t >= 0; --t) b.Ready(t);
+    ASSERT_TRUE(b.Finish().ok());
+    for (const GradientBucket& bucket : b.buckets()) {
+      EXPECT_GE(rec.Find(std::string("as ") + WireTypeName(wire) + " " + std::to_string(bucket.begin)), 0)
+          << rec.Dump();
+    }
   }
 }
 

@@ -157,6 +157,19 @@ TEST(TrainMultiprocessTest, WorkersStartedWithDifferentFlagsAllExitTwoNamingThem
   }
 }
 
+// Gradients in different types would be buckets of different byte sizes
+// on the wire: refused like any other setting, before the first step.
+TEST(TrainMultiprocessTest, WorkersWithDifferentAllreduceDtypesAllExitTwoNamingIt) {
+  auto tasks = StartWorkers(2, {"--cpu-replicas", "1", "--max-steps", "20"}, {{}, {"--allreduce-dtype", "bf16"}});
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    auto exit = tasks[i]->WaitExit(60s);
+    ASSERT_TRUE(exit.has_value()) << "worker:" << i << " still runs:\n" << tasks[i]->output();
+    EXPECT_EQ(exit->exit_code, 2) << exit->ToString() << "\n" << tasks[i]->output();
+    EXPECT_NE(tasks[i]->output().find("--allreduce-dtype (worker:0 fp32, worker:1 bf16)"), std::string::npos)
+        << tasks[i]->output();
+  }
+}
+
 // Only the chief has a run directory: the checkpoint steps are still sync
 // points (and, for resnet, BatchNorm reduces) on every task, so the job
 // finishes.

@@ -28,6 +28,7 @@ TEST(TrainerPartsTest, TrainingSettingsNameTheFlagsAndTheData) {
   EXPECT_EQ(list.front().first, "--model");
   EXPECT_EQ(settings.at("--lr"), "0.01");  // the rate it takes effect as
   EXPECT_EQ(settings.at("--bucket-mb"), "25");
+  EXPECT_EQ(settings.at("--allreduce-dtype"), "fp32");  // every task must send the same bytes
   EXPECT_EQ(settings.at("training examples (--data)"), "60000");
   EXPECT_EQ(settings.at("test examples (--data)"), "10000");
   o.validation.test_set = false;

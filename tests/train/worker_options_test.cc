@@ -113,6 +113,21 @@ TEST(WorkerOptionsTest, PrecisionIsNamedAndCpuReplicasRefuseWhatTheyCannotComput
   EXPECT_TRUE(Parse({"--device", "cpu"}, &e).ok());
 }
 
+TEST(WorkerOptionsTest, AllreduceDtypeIsNamedAndIndependentOfPrecision) {
+  WorkerOptions a, b, c;
+  EXPECT_EQ(a.allreduce_dtype, "fp32");
+  const Status bad = Parse({"--allreduce-dtype", "half"}, &a);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);  // exit 2
+  EXPECT_NE(bad.message().find("--allreduce-dtype \"half\" is not one of fp32, bf16, fp16"), std::string::npos)
+      << bad.message();
+  // FP32 training with bf16 gradients, on the CPU too.
+  EXPECT_TRUE(Parse({"--device", "cpu", "--allreduce-dtype", "bf16"}, &b).ok());
+  EXPECT_EQ(b.allreduce_dtype, "bf16");
+  EXPECT_EQ(b.precision, "fp32");
+  EXPECT_TRUE(Parse({"--allreduce-dtype", "fp16"}, &c).ok());
+  EXPECT_EQ(TrainerOptionsFrom(c).communication.allreduce_dtype, "fp16");
+}
+
 TEST(WorkerOptionsTest, NonFiniteSecondsAreRefused) {
   WorkerOptions a, b, c;
   EXPECT_NE(Parse({"--eval-timeout", "nan"}, &a).message().find("--eval-timeout nan must be a number of seconds"),

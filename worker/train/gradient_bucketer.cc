@@ -92,7 +92,7 @@ void GradientBucketer::CommLoop() {
     lock.unlock();
     Status s = options_.fence != nullptr ? options_.fence->Wait(index) : OkStatus();
     if (!s.ok()) s = s.WithContext("gradient bucket " + std::to_string(index));
-    if (s.ok()) s = comm_->AllReduce(grads_ + b.begin, b.end - b.begin, ReduceOp::kSum);
+    if (s.ok()) s = comm_->AllReduceAs(options_.wire, grads_ + b.begin, b.end - b.begin, ReduceOp::kSum);
     lock.lock();
     if (!s.ok() && error_.ok()) error_ = s;
     ++next_to_reduce_;

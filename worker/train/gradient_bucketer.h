@@ -9,6 +9,9 @@
 //   model.Backward(weights, [&](int i) { b.Ready(i); });
 //   MIRRORED_RETURN_IF_ERROR(b.Finish());   // every bucket reduced (SUM)
 //
+// With a 16-bit `wire` only these buckets travel in 16 bits
+// (Communicator::AllReduceAs); the gradient buffer stays FP32.
+//
 // Invariants: every replica builds the same plan from the same model, and
 // buckets are reduced in plan order, so the collectives of all replicas
 // match. The gradient buffer's alignment padding is zero and stays zero.
@@ -31,6 +34,7 @@
 
 #include "common/status.h"
 #include "worker/comm/communicator.h"
+#include "worker/comm/wire_type.h"
 
 namespace mirrored {
 
@@ -57,6 +61,7 @@ struct GradientBucketerOptions {
   size_t first_bucket_bytes = 1u << 20;
   std::chrono::milliseconds timeout{300000};  // Finish() waits at most this long
   GradientFence* fence = nullptr;             // not owned; null: gradients are final at Ready()
+  WireType wire = WireType::kFp32;            // --allreduce-dtype: what the buckets travel as
 };
 
 // The bucket plan for tensors at `spans` (declaration order, ascending

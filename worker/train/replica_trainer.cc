@@ -97,7 +97,8 @@ Status ReplicaTrainer::CreateBucketer() {
   const size_t bucket_bytes = static_cast<size_t>(options_.communication.bucket_mb * kMiB);
   GradientBucketerOptions bucket_options{.bucket_bytes = bucket_bytes,
                                          .first_bucket_bytes = std::min<size_t>(kMiB, bucket_bytes),
-                                         .timeout = trainer_.collective_timeout_};
+                                         .timeout = trainer_.collective_timeout_,
+                                         .wire = trainer_.allreduce_dtype_};
   // GPU: backward only issues kernels; each bucket's all-reduce waits on
   // the device for the ones that wrote it (cuda_event_fence.h). A lone
   // replica's all-reduce is the identity (SoloReplicaGroup): nothing to order.

@@ -73,6 +73,7 @@ Status Trainer::Plan() {
   MIRRORED_RETURN_IF_ERROR(model_.CheckInput(input_shape(), data_.shape().classes));
   // Every task has the same device kind and precision: all refuse alike.
   MIRRORED_ASSIGN_OR_RETURN(precision_, model::ParsePrecision(options_.model.precision));
+  MIRRORED_ASSIGN_OR_RETURN(allreduce_dtype_, ParseWireType(options_.communication.allreduce_dtype));
   MIRRORED_ASSIGN_OR_RETURN(loss_, model::ParseLoss(options_.model.loss));
   if (loss_ == model::Loss::kMeanSquaredError) summary_.metric = "mse";
   if (!strategy_.on_gpu()) MIRRORED_RETURN_IF_ERROR(model::CheckCpuPrecision(precision_));
@@ -234,7 +235,11 @@ void Trainer::LogPlan() const {
                                               " micro-batches of " + std::to_string(micro_batch_) + ")"
                                         : "";
   MIRRORED_LOG(INFO) << "training " << model_.name() << " on " << strategy_.Describe() << "; global batch "
-                     << global_batch_ << micro_batches << ", " << model::PrecisionName(precision_) << ", " << steps_per_epoch_
+                     << global_batch_ << micro_batches << ", " << model::PrecisionName(precision_)
+                     << (allreduce_dtype_ == WireType::kFp32
+                             ? ""
+                             : std::string(" (gradients all-reduced in ") + WireTypeName(allreduce_dtype_) + ")")
+                     << ", " << steps_per_epoch_
                      << " step" << (steps_per_epoch_ == 1 ? "" : "s") << " per epoch, " << total_steps_ << " step"
                      << (total_steps_ == 1 ? "" : "s") << " in all";
   LogSchedule();

@@ -25,6 +25,7 @@
 #include "common/status.h"
 #include "common/run_dir/checkpoint_reader.h"
 #include "worker/checkpoint/checkpoint_writer.h"
+#include "worker/comm/wire_type.h"
 #include "common/run_dir/run_dir_lock.h"
 #include "worker/data/batch_sampler.h"
 #include "worker/data/training_data.h"
@@ -122,6 +123,7 @@ class Trainer {
   // Plan(): the same on every task.
   model::ModelChoice model_ = model::ModelChoice::Zoo("");  // --model or --model-json
   model::Precision precision_ = model::Precision::kFp32;
+  WireType allreduce_dtype_ = WireType::kFp32;  // the gradient buckets'
   model::Loss loss_ = model::Loss::kSparseCategoricalCrossentropy;
   int world_ = 0;  // replicas in sync
   uint64_t global_batch_ = 0;  // examples per optimizer step: batch per replica x replicas x --accumulate-steps

@@ -60,6 +60,7 @@ struct TrainerOptions {
   };
   struct Communication {
     double bucket_mb = 25;                                    // --bucket-mb: gradient bucket size
+    std::string allreduce_dtype = "fp32";  // --allreduce-dtype: fp32 | bf16 | fp16, the buckets' (comm/wire_type.h)
     std::chrono::milliseconds collective_timeout{300'000};    // --collective-timeout
     std::chrono::milliseconds registration_timeout{300'000};  // --registration-timeout
   };

@@ -48,6 +48,7 @@ std::vector<std::pair<std::string, std::string>> TrainingSettings(const TrainerO
       {"--epochs", std::to_string(o.steps.epochs)},
       {"--max-steps", std::to_string(o.steps.max_steps)},
       {"--bucket-mb", bucket_mb.str()},
+      {"--allreduce-dtype", o.communication.allreduce_dtype},
       {"--log-every", std::to_string(o.steps.log_every)},
       {"--checkpoint-every", std::to_string(o.checkpoints.every)},
       {"--validate", validate ? "on" : "off"},
