@@ -38,11 +38,13 @@ inline TrainerOptions EquivalenceOptions(int64_t batch_per_replica) {
   return o;
 }
 
-// The weights of one CPU replica trained alone (empty when it failed, which
-// the test is told). `expected_steps` >= 0: the steps it must have trained.
-inline std::vector<float> TrainAlone(const TrainerOptions& options, int64_t expected_steps = -1) {
+// The weights of one task's `cpu_replicas` CPU replicas (1: one replica
+// trained alone) (empty when it failed, which the test is told).
+// `expected_steps` >= 0: the steps it must have trained.
+inline std::vector<float> TrainAlone(const TrainerOptions& options, int64_t expected_steps = -1,
+                                     int cpu_replicas = 1) {
   StrategyOptions so;
-  so.cpu_replicas = 1;
+  so.cpu_replicas = cpu_replicas;
   auto strategy = MirroredStrategy::Create(SingleLocalTaskConfig("test"), so);
   EXPECT_TRUE(strategy.ok()) << strategy.status();
   if (!strategy.ok()) return {};
@@ -55,15 +57,15 @@ inline std::vector<float> TrainAlone(const TrainerOptions& options, int64_t expe
   return summary->params;
 }
 
-// Task `index` of the two workers at `addresses`, with 2 CPU replicas; the
-// chief's weights into `chief_params`.
+// Task `index` of the two workers at `addresses`, with `cpu_replicas` CPU
+// replicas; the chief's weights into `chief_params`.
 inline Status TrainWorkerTask(const TrainerOptions& options, const std::string& addresses, int index,
-                              int64_t expected_steps, std::vector<float>* chief_params) {
+                              int64_t expected_steps, std::vector<float>* chief_params, int cpu_replicas) {
   MIRRORED_ASSIGN_OR_RETURN(ClusterConfig config,
                             ParseTfConfig(R"({"cluster":{"worker":[)" + addresses +
                                           R"(]},"task":{"type":"worker","index":)" + std::to_string(index) + "}}"));
   StrategyOptions so;
-  so.cpu_replicas = 2;
+  so.cpu_replicas = cpu_replicas;
   so.job_token = "equivalence";
   so.collective_timeout = std::chrono::seconds(60);
   so.registration_timeout = std::chrono::seconds(30);
@@ -77,9 +79,10 @@ inline Status TrainWorkerTask(const TrainerOptions& options, const std::string& 
   return strategy->Shutdown();
 }
 
-// The chief's weights after 2 workers x 2 CPU replicas trained together
-// (`expected_steps` as TrainAlone's).
-inline std::vector<float> TrainTwoWorkersTwoReplicas(const TrainerOptions& options, int64_t expected_steps = -1) {
+// The chief's weights after 2 workers x `cpu_replicas` CPU replicas trained
+// together (`expected_steps` as TrainAlone's).
+inline std::vector<float> TrainTwoWorkers(const TrainerOptions& options, int cpu_replicas,
+                                          int64_t expected_steps = -1) {
   auto p0 = PortReservation::Reserve();
   auto p1 = PortReservation::Reserve();
   const std::string addresses = "\"" + p0->address() + "\",\"" + p1->address() + "\"";
@@ -87,7 +90,7 @@ inline std::vector<float> TrainTwoWorkersTwoReplicas(const TrainerOptions& optio
   std::vector<Status> results(2);
   std::vector<std::thread> tasks;
   for (int index = 0; index < 2; ++index) {
-    tasks.emplace_back([&, index] { results[index] = TrainWorkerTask(options, addresses, index, expected_steps, &chief_params);
+    tasks.emplace_back([&, index] { results[index] = TrainWorkerTask(options, addresses, index, expected_steps, &chief_params, cpu_replicas);
     });
   }
   for (auto& t : tasks) t.join();
@@ -96,24 +99,35 @@ inline std::vector<float> TrainTwoWorkersTwoReplicas(const TrainerOptions& optio
   return chief_params;
 }
 
-// The relative L2 error of `mirrored` against `alone` at most 1e-5; printed
-// with the largest difference, and recorded as the test's relative_error.
-inline void ExpectSameWeights(const std::string& what, const std::vector<float>& alone,
-                              const std::vector<float>& mirrored) {
-  ASSERT_EQ(alone.size(), mirrored.size()) << what;
-  ASSERT_FALSE(alone.empty()) << what;
-  double diff = 0, norm = 0, worst = 0;
-  for (size_t i = 0; i < alone.size(); ++i) {
-    const double d = std::abs(double(alone[i]) - double(mirrored[i]));
+inline std::vector<float> TrainTwoWorkersTwoReplicas(const TrainerOptions& options, int64_t expected_steps = -1) {
+  return TrainTwoWorkers(options, 2, expected_steps);
+}
+
+// ||mirrored - alone|| / ||alone||, the L2 norms over every weight.
+inline double RelativeError(const std::vector<float>& alone, const std::vector<float>& mirrored) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < alone.size() && i < mirrored.size(); ++i) {
+    const double d = double(alone[i]) - double(mirrored[i]);
     diff += d * d;
     norm += double(alone[i]) * double(alone[i]);
-    worst = std::max(worst, d);
   }
-  const double relative = std::sqrt(diff / norm);
+  return std::sqrt(diff / norm);
+}
+
+// The relative L2 error of `mirrored` against `alone` at most `tolerance`
+// (1e-5: the same up to FP32 summation order); printed with the largest
+// difference, and recorded as the test's relative_error.
+inline void ExpectSameWeights(const std::string& what, const std::vector<float>& alone,
+                              const std::vector<float>& mirrored, double tolerance = 1e-5) {
+  ASSERT_EQ(alone.size(), mirrored.size()) << what;
+  ASSERT_FALSE(alone.empty()) << what;
+  double worst = 0;
+  for (size_t i = 0; i < alone.size(); ++i) worst = std::max(worst, std::abs(double(alone[i]) - double(mirrored[i])));
+  const double relative = RelativeError(alone, mirrored);
   ::testing::Test::RecordProperty("relative_error", std::to_string(relative));
   std::printf("%s: %zu weights, relative L2 error %.3g, max abs diff %.3g\n", what.c_str(), alone.size(), relative,
               worst);
-  EXPECT_LE(relative, 1e-5) << what;
+  EXPECT_LE(relative, tolerance) << what;
 }
 
 }  // namespace mirrored::testing_util
