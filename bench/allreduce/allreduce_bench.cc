@@ -3,6 +3,11 @@
 //
 //   allreduce_bench [--max-mb 64] [--ranks 2,4] [--paths shm/procs,gloo/procs]
 //                   [--slot-kb 1024]   (the shared-memory group's slot)
+//                   [--dtype fp32|bf16|fp16]
+//
+// --dtype bf16/fp16: the FP32 buffers travel in 16 bits (AllReduceAs, as
+// --allreduce-dtype's gradient buckets do); size and bandwidth still count
+// the FP32 buffer, so the rows compare with fp32's directly.
 //
 // Rows compare, for n ranks:
 //   gloo/threads      n Gloo ranks as threads of one process (ring over loopback TCP)
@@ -38,6 +43,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 size_t slot_bytes = SharedMemoryProcessGroupOptions{}.slot_bytes;  // --slot-kb
+WireType g_wire = WireType::kFp32;  // --dtype
 
 struct Row {
   double seconds = 0;  // per operation
@@ -78,7 +84,7 @@ int ItersFor(size_t bytes) {
 void PrintRow(size_t bytes, int n, const Row& r) {
   double algbw = bytes / r.seconds / 1e9;
   double busbw = algbw * 2.0 * (n - 1) / n;
-  std::printf("%12zu %12zu %6s %10.1f %8.3f %8.3f %7ld\n", bytes, bytes / 4, "float", r.seconds * 1e6, algbw,
+  std::printf("%12zu %12zu %6s %10.1f %8.3f %8.3f %7ld\n", bytes, bytes / 4, WireTypeName(g_wire), r.seconds * 1e6, algbw,
               busbw, r.wrong);
   std::fflush(stdout);
 }
@@ -110,7 +116,8 @@ Row RunThreads(bool mirrored_path, int n, size_t bytes) {
     threads.emplace_back([&, r] {
       std::vector<float> buf(count);
       auto op = [&](float* d, size_t c) {
-        return mirrored_path ? group->replica(r).AllReduce(d, c, ReduceOp::kSum) : pgs[r]->AllReduce(d, c, ReduceOp::kSum);
+        return mirrored_path ? group->replica(r).AllReduceAs(g_wire, d, c, ReduceOp::kSum)
+                             : pgs[r]->AllReduceAs(g_wire, d, c, ReduceOp::kSum);
       };
       rows[r] = TimeAllReduce(op, buf, r, n, ItersFor(bytes));
     });
@@ -162,7 +169,8 @@ Row RunProcesses(int procs, int local, size_t bytes, bool shm) {
         threads.emplace_back([&, r] {
           std::vector<float> buf(count);
           auto op = [&](float* d, size_t c) {
-            return local == 1 ? pg->AllReduce(d, c, ReduceOp::kSum) : group.replica(r).AllReduce(d, c, ReduceOp::kSum);
+            return local == 1 ? pg->AllReduceAs(g_wire, d, c, ReduceOp::kSum)
+                              : group.replica(r).AllReduceAs(g_wire, d, c, ReduceOp::kSum);
           };
           rows[r] = TimeAllReduce(op, buf, p * local + r, procs * local, ItersFor(bytes));
         });
@@ -207,9 +215,18 @@ int main(int argc, char** argv) {
     }
     if (!std::strcmp(argv[i], "--paths")) paths = argv[i + 1];
     if (!std::strcmp(argv[i], "--slot-kb")) slot_bytes = std::strtoul(argv[i + 1], nullptr, 10) << 10;
+    if (!std::strcmp(argv[i], "--dtype")) {
+      auto wire = ParseWireType(argv[i + 1]);
+      if (!wire.ok()) {
+        std::fprintf(stderr, "%s\n", wire.status().message().c_str());
+        return 2;
+      }
+      g_wire = *wire;
+    }
   }
-  std::printf("# mirrored all-reduce benchmark (float32 sum, in place); %u hardware threads\n",
-              std::thread::hardware_concurrency());
+  std::printf("# mirrored all-reduce benchmark (sum of float32 buffers, in place, travelling as %s); %u hardware "
+              "threads\n",
+              WireTypeName(g_wire), std::thread::hardware_concurrency());
   std::vector<size_t> sizes;
   for (size_t b = 4096; b <= max_mb << 20; b *= 4) sizes.push_back(b);
   // Whether the comma-separated --paths names `path`.
