@@ -18,6 +18,7 @@
 #include <gloo/rendezvous/store.h>
 
 #include "common/cpu_cores.h"
+#include "worker/comm/half_conversion.h"
 
 namespace mirrored {
 
@@ -281,6 +282,60 @@ Status SharedMemoryProcessGroup::AllReduce(float* data, size_t count, ReduceOp o
     // reaches only once done copying this result out.
     std::memcpy(chunk, result, lo * sizeof(float));
     std::memcpy(chunk + hi, result + hi, (n - hi) * sizeof(float));
+  }
+  return OkStatus();
+}
+
+void SharedMemoryProcessGroup::ReduceShareOnWire(WireType wire, float* mine, size_t lo, size_t hi,
+                                                 ReduceOp op) const {
+  // FP32 sums of an L1-sized block: every contribution widened into `part`
+  // (this process's own rounded from its buffer), added in rank order.
+  constexpr size_t kBlock = 2048;
+  float sum[kBlock], part[kBlock];
+  uint16_t* result = Slot16(options_.size);
+  for (size_t b = lo; b < hi; b += kBlock) {
+    const size_t len = std::min(kBlock, hi - b);
+    for (int r = 0; r < options_.size; ++r) {
+      float* into = r == 0 ? sum : part;
+      if (r == options_.rank) {
+        std::memcpy(into, mine + b, len * sizeof(float));
+        RoundToWire(wire, into, len);
+      } else {
+        WidenFromWire(wire, Slot16(r) + b, into, len);
+      }
+      if (r > 0) ReduceInto(sum, part, len, op);
+    }
+    NarrowToWire(wire, sum, result + b, len);
+    WidenFromWire(wire, result + b, mine + b, len);
+  }
+}
+
+Status SharedMemoryProcessGroup::AllReduceAs(WireType wire, float* data, size_t count, ReduceOp op) {
+  if (wire == WireType::kFp32) return AllReduce(data, count, op);
+  ++operations_;
+  if (count == 0 || options_.size == 1) {
+    RoundToWire(wire, data, count);  // the sum of one contribution
+    return OkStatus();
+  }
+  if (aborted_) return AbortedError("the process group was aborted");
+  const auto size = static_cast<size_t>(options_.size);
+  const auto me = static_cast<size_t>(options_.rank);
+  const size_t chunk_elements = options_.slot_bytes / sizeof(uint16_t);
+  uint16_t* slot = Slot16(options_.rank);
+  const uint16_t* result = Slot16(options_.size);
+  // As AllReduce, in 16 bits: only the other shares go through the slot
+  // and come back; this process's own share is rounded as it is summed.
+  for (size_t offset = 0; offset < count; offset += chunk_elements) {
+    const size_t n = std::min(chunk_elements, count - offset);
+    float* chunk = data + offset;
+    const size_t lo = n * me / size, hi = n * (me + 1) / size;
+    NarrowToWire(wire, chunk, slot, lo);
+    NarrowToWire(wire, chunk + hi, slot + hi, n - hi);
+    MIRRORED_RETURN_IF_ERROR(Arrive("all-reduce"));
+    ReduceShareOnWire(wire, chunk, lo, hi, op);
+    MIRRORED_RETURN_IF_ERROR(Arrive("all-reduce"));
+    WidenFromWire(wire, result, chunk, lo);
+    WidenFromWire(wire, result + hi, chunk + hi, n - hi);
   }
   return OkStatus();
 }

@@ -22,6 +22,11 @@
 // futex on the shared word; no spin when the members outnumber the CPUs),
 // with a deadline and an abort flag both local and shared: Abort() wakes
 // every waiter at once.
+//
+// AllReduceAs(bf16/fp16) moves 16 bits: slots and result hold uint16, so
+// a chunk is twice as many elements; process i widens share i of every
+// slot (rounding its own part), sums in FP32 in rank order and rounds the
+// sum once (wire_type.h's rule exactly, whatever the process count).
 #pragma once
 
 #include <atomic>
@@ -66,6 +71,7 @@ class SharedMemoryProcessGroup : public ProcessGroup {
   // Errors: DeadlineExceeded naming the operation, its number and the wait;
   // Aborted once Abort() was called here or by any member.
   Status AllReduce(float* data, size_t count, ReduceOp op) override;
+  Status AllReduceAs(WireType wire, float* data, size_t count, ReduceOp op) override;
   Status Broadcast(float* data, size_t count, int root_process) override;
   Status Barrier() override;
   void Abort() override;
@@ -78,6 +84,10 @@ class SharedMemoryProcessGroup : public ProcessGroup {
   Status Arrive(const char* what);
   float* Slot(int rank) const;
   void ReduceShare(float* mine, size_t lo, size_t hi, ReduceOp op) const;
+  // The same over 16-bit slots: the result area gets the rounded sum of
+  // [lo, hi), and so does `mine`, widened.
+  void ReduceShareOnWire(WireType wire, float* mine, size_t lo, size_t hi, ReduceOp op) const;
+  uint16_t* Slot16(int rank) const { return reinterpret_cast<uint16_t*>(Slot(rank)); }
   float* Result() const;
 
   SharedMemoryProcessGroupOptions options_;
