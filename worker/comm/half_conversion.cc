@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "common/cpu_simd_clones.h"
+
 namespace mirrored {
 namespace {
 
@@ -46,21 +48,21 @@ float Bf16ToFloat(uint16_t h) { return Bf16::Widen(h); }
 uint16_t FloatToFp16(float f) { return Fp16::Narrow(f); }
 float Fp16ToFloat(uint16_t h) { return Fp16::Widen(h); }
 
-void NarrowToWire(WireType wire, const float* __restrict src, uint16_t* __restrict dst, size_t n) {
+MIRRORED_SIMD_CLONES void NarrowToWire(WireType wire, const float* __restrict src, uint16_t* __restrict dst, size_t n) {
   ForWire(wire, [&](auto t) {
     using T = decltype(t);
     for (size_t i = 0; i < n; ++i) dst[i] = T::Narrow(src[i]);
   });
 }
 
-void WidenFromWire(WireType wire, const uint16_t* __restrict src, float* __restrict dst, size_t n) {
+MIRRORED_SIMD_CLONES void WidenFromWire(WireType wire, const uint16_t* __restrict src, float* __restrict dst, size_t n) {
   ForWire(wire, [&](auto t) {
     using T = decltype(t);
     for (size_t i = 0; i < n; ++i) dst[i] = T::Widen(src[i]);
   });
 }
 
-void RoundToWire(WireType wire, float* data, size_t n) {
+MIRRORED_SIMD_CLONES void RoundToWire(WireType wire, float* data, size_t n) {
   if (wire == WireType::kFp32) return;
   ForWire(wire, [&](auto t) {
     using T = decltype(t);
@@ -68,7 +70,7 @@ void RoundToWire(WireType wire, float* data, size_t n) {
   });
 }
 
-void AddRoundedToWire(WireType wire, float* __restrict dst, const float* __restrict src, size_t n) {
+MIRRORED_SIMD_CLONES void AddRoundedToWire(WireType wire, float* __restrict dst, const float* __restrict src, size_t n) {
   if (wire == WireType::kFp32) {
     for (size_t i = 0; i < n; ++i) dst[i] += src[i];
     return;
@@ -79,21 +81,21 @@ void AddRoundedToWire(WireType wire, float* __restrict dst, const float* __restr
   });
 }
 
-void AddWidenedFromWire(WireType wire, float* __restrict dst, const uint16_t* __restrict src, size_t n) {
+MIRRORED_SIMD_CLONES void AddWidenedFromWire(WireType wire, float* __restrict dst, const uint16_t* __restrict src, size_t n) {
   ForWire(wire, [&](auto t) {
     using T = decltype(t);
     for (size_t i = 0; i < n; ++i) dst[i] += T::Widen(src[i]);
   });
 }
 
-void SumOnWire(WireType wire, uint16_t* out, const uint16_t* a, const uint16_t* b, size_t n) {
+MIRRORED_SIMD_CLONES void SumOnWire(WireType wire, uint16_t* out, const uint16_t* a, const uint16_t* b, size_t n) {
   ForWire(wire, [&](auto t) {
     using T = decltype(t);
     for (size_t i = 0; i < n; ++i) out[i] = T::Narrow(T::Widen(a[i]) + T::Widen(b[i]));
   });
 }
 
-void MaxOnWire(WireType wire, uint16_t* out, const uint16_t* a, const uint16_t* b, size_t n) {
+MIRRORED_SIMD_CLONES void MaxOnWire(WireType wire, uint16_t* out, const uint16_t* a, const uint16_t* b, size_t n) {
   ForWire(wire, [&](auto t) {
     using T = decltype(t);
     for (size_t i = 0; i < n; ++i) out[i] = T::Narrow(std::max(T::Widen(a[i]), T::Widen(b[i])));

@@ -288,16 +288,22 @@ Status SharedMemoryProcessGroup::AllReduce(float* data, size_t count, ReduceOp o
 
 void SharedMemoryProcessGroup::ReduceShareOnWire(WireType wire, float* mine, size_t lo, size_t hi,
                                                  ReduceOp op) const {
-  // FP32 sums of an L1-sized block: every contribution widened into `part`
-  // (this process's own rounded from its buffer), added in rank order.
+  // FP32 sums of an L1-sized block, in rank order: every contribution
+  // widened from its slot (this process's own rounded from its buffer);
+  // kMax goes through `part`.
   constexpr size_t kBlock = 2048;
   float sum[kBlock], part[kBlock];
   uint16_t* result = Slot16(options_.size);
   for (size_t b = lo; b < hi; b += kBlock) {
     const size_t len = std::min(kBlock, hi - b);
     for (int r = 0; r < options_.size; ++r) {
+      const bool own = r == options_.rank;
+      if (r > 0 && op != ReduceOp::kMax) {  // a sum: added straight from the slot or buffer
+        own ? AddRoundedToWire(wire, sum, mine + b, len) : AddWidenedFromWire(wire, sum, Slot16(r) + b, len);
+        continue;
+      }
       float* into = r == 0 ? sum : part;
-      if (r == options_.rank) {
+      if (own) {
         std::memcpy(into, mine + b, len * sizeof(float));
         RoundToWire(wire, into, len);
       } else {
