@@ -81,6 +81,38 @@ TEST(HalfConversionTest, Fp16KeepsSubnormals) {
   EXPECT_EQ(FloatToFp16(std::ldexp(1.0f, -14) - tiny), 0x03ff);
 }
 
+// The fp16 conversions are integer arithmetic: the compiler's own
+// _Float16 casts (correctly rounded) are the reference.
+TEST(HalfConversionTest, Fp16AgreesWithTheCompilersFloat16) {
+  for (uint32_t h = 0; h <= 0xffff; ++h) {
+    const float mine = Fp16ToFloat(static_cast<uint16_t>(h));
+    const float theirs = static_cast<float>(std::bit_cast<_Float16>(static_cast<uint16_t>(h)));
+    if (std::isnan(theirs)) {
+      ASSERT_TRUE(std::isnan(mine)) << std::hex << h;
+    } else {
+      ASSERT_EQ(std::bit_cast<uint32_t>(mine), std::bit_cast<uint32_t>(theirs)) << std::hex << h;
+    }
+  }
+  // Every float whose low 12 bits are one of a few patterns (ties, just
+  // past and short of them, exact values), over every exponent and sign.
+  for (uint64_t high = 0; high < (uint64_t{1} << 20); ++high) {
+    for (uint32_t low : {0x000u, 0x001u, 0x7ffu, 0x800u, 0x801u, 0xfffu, 0x400u, 0x555u}) {
+      for (uint32_t bit12 : {0u, 1u}) {
+        const auto bits = static_cast<uint32_t>(high << 12) | low;
+        const float f = std::bit_cast<float>(bits ^ (bit12 << 12));
+        const uint16_t theirs = std::bit_cast<uint16_t>(static_cast<_Float16>(f));
+        const uint16_t mine = FloatToFp16(f);
+        if (std::isnan(f)) {
+          ASSERT_EQ(mine & 0x7e00, 0x7e00) << f;  // a quiet NaN
+          ASSERT_EQ(mine & 0x8000, theirs & 0x8000) << f;
+        } else {
+          ASSERT_EQ(mine, theirs) << std::hexfloat << f;
+        }
+      }
+    }
+  }
+}
+
 TEST(HalfConversionTest, LoopsRoundEachContributionAndTheSumOnce) {
   const float a = 1.0f + std::ldexp(1.0f, -9);  // not a bf16: rounds to 1
   std::vector<float> data = {a, a};

@@ -25,11 +25,46 @@ struct Bf16 {
   static float Widen(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
 };
 
-// _Float16 is IEEE binary16 with the compiler's correctly rounded
-// conversions (F16C where the target has it, libgcc otherwise).
+// All ones where `c` holds: selects by masks, which the vectoriser keeps
+// branch-free where nested ?: became control flow.
+inline uint32_t Mask(bool c) { return 0u - static_cast<uint32_t>(c); }
+
+// IEEE binary16 in integer and FP32 operations the compiler vectorises
+// (F. Giesen's branch-free conversions): _Float16's casts are a libgcc
+// call per element on a baseline x86-64 build, 0.1 GB/s. The tests check
+// these against _Float16 on every fp16 value and a sweep of floats.
 struct Fp16 {
-  static uint16_t Narrow(float f) { return std::bit_cast<uint16_t>(static_cast<_Float16>(f)); }
-  static float Widen(uint16_t u) { return static_cast<float>(std::bit_cast<_Float16>(u)); }
+  static uint16_t Narrow(float f) {
+    constexpr uint32_t kInfinityAsFp32 = 0x47800000u;  // 65536: rounds to fp16's infinity or beyond
+    constexpr uint32_t kSmallestNormal = 0x38800000u;  // 2^-14
+    constexpr uint32_t kSubnormalMagic = 0x3f000000u;  // 0.5f: adding it rounds to fp16's subnormal step
+    uint32_t u = std::bit_cast<uint32_t>(f);
+    const uint32_t sign = (u >> 16) & 0x8000u;
+    u &= 0x7fffffffu;
+    // Normal: rebias the exponent and round to nearest even on the 13
+    // dropped bits (a carry into the exponent, up to infinity, is right).
+    const uint32_t normal = (u + 0xc8000fffu + ((u >> 13) & 1u)) >> 13;  // 0xc8000000: (15 - 127) << 23
+    // Subnormal: the FPU's own rounding, by adding 0.5 and keeping the low bits.
+    const uint32_t subnormal =
+        std::bit_cast<uint32_t>(std::bit_cast<float>(u) + std::bit_cast<float>(kSubnormalMagic)) - kSubnormalMagic;
+    const uint32_t special = 0x7c00u | (Mask(u > 0x7f800000u) & 0x0200u);  // infinity, or a quiet NaN
+    const uint32_t big = Mask(u >= kInfinityAsFp32), small = Mask(u < kSmallestNormal);
+    const uint32_t h = (big & special) | (~big & small & subnormal) | (~big & ~small & normal);
+    return static_cast<uint16_t>(h | sign);
+  }
+  static float Widen(uint16_t h) {
+    constexpr uint32_t kExponent = 0x7c00u << 13;  // fp16's exponent field, where FP32's sits
+    uint32_t u = static_cast<uint32_t>(h & 0x7fffu) << 13;
+    const uint32_t exponent = u & kExponent;
+    u += (127 - 15) << 23;  // rebias
+    const uint32_t special = u + ((128 - 16) << 23);  // infinity or NaN: FP32's all-ones exponent
+    // Subnormal: the value as a normal float with an implied 1, less that 1 (2^-14).
+    const uint32_t subnormal =
+        std::bit_cast<uint32_t>(std::bit_cast<float>(u + (1u << 23)) - std::bit_cast<float>(113u << 23));
+    const uint32_t top = Mask(exponent == kExponent), zero = Mask(exponent == 0);
+    const uint32_t w = (top & special) | (zero & subnormal) | (~top & ~zero & u);
+    return std::bit_cast<float>(w | (static_cast<uint32_t>(h & 0x8000u) << 16));
+  }
 };
 
 template <typename Fn>
