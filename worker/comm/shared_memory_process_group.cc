@@ -257,59 +257,72 @@ void SharedMemoryProcessGroup::ReduceShare(float* mine, size_t lo, size_t hi, Re
   std::memcpy(mine + lo, result, n * sizeof(float));
 }
 
-Status SharedMemoryProcessGroup::AllReduce(float* data, size_t count, ReduceOp op) {
-  ++operations_;
-  if (count == 0 || options_.size == 1) return OkStatus();
-  if (aborted_) return AbortedError("the process group was aborted");
+Status SharedMemoryProcessGroup::RunChunks(float* data, size_t count, size_t chunk_elements, const CopyStep& copy_in,
+                                           const ReduceStep& reduce, const CopyStep& copy_out) {
   const auto size = static_cast<size_t>(options_.size);
   const auto me = static_cast<size_t>(options_.rank);
-  float* slot = Slot(options_.rank);
-  const float* result = Result();
-  for (size_t offset = 0; offset < count; offset += slot_floats_) {
-    const size_t n = std::min(slot_floats_, count - offset);
+  for (size_t offset = 0; offset < count; offset += chunk_elements) {
+    const size_t n = std::min(chunk_elements, count - offset);
     float* chunk = data + offset;
     // This process reduces [lo, hi) of the chunk from its own memory, so
     // only the other shares go into its slot, and only they come back.
     const size_t lo = n * me / size, hi = n * (me + 1) / size;
-    std::memcpy(slot, chunk, lo * sizeof(float));
-    std::memcpy(slot + hi, chunk + hi, (n - hi) * sizeof(float));
+    copy_in(chunk, 0, lo);
+    copy_in(chunk, hi, n - hi);
     MIRRORED_RETURN_IF_ERROR(Arrive("all-reduce"));
-    ReduceShare(chunk, lo, hi, op);
+    reduce(chunk, lo, hi);
     MIRRORED_RETURN_IF_ERROR(Arrive("all-reduce"));
     // No third barrier: the next chunk's (or operation's) slot writes come
     // after every read of the slots (before the barrier above), and its
     // writes of the result after its first barrier, which every process
     // reaches only once done copying this result out.
-    std::memcpy(chunk, result, lo * sizeof(float));
-    std::memcpy(chunk + hi, result + hi, (n - hi) * sizeof(float));
+    copy_out(chunk, 0, lo);
+    copy_out(chunk, hi, n - hi);
   }
   return OkStatus();
 }
 
+Status SharedMemoryProcessGroup::AllReduce(float* data, size_t count, ReduceOp op) {
+  ++operations_;
+  if (count == 0 || options_.size == 1) return OkStatus();
+  if (aborted_) return AbortedError("the process group was aborted");
+  float* slot = Slot(options_.rank);
+  const float* result = Result();
+  return RunChunks(
+      data, count, slot_floats_,
+      [&](float* chunk, size_t at, size_t len) { std::memcpy(slot + at, chunk + at, len * sizeof(float)); },
+      [&](float* chunk, size_t lo, size_t hi) { ReduceShare(chunk, lo, hi, op); },
+      [&](float* chunk, size_t at, size_t len) { std::memcpy(chunk + at, result + at, len * sizeof(float)); });
+}
+
 void SharedMemoryProcessGroup::ReduceShareOnWire(WireType wire, float* mine, size_t lo, size_t hi,
                                                  ReduceOp op) const {
-  // FP32 sums of an L1-sized block, in rank order: every contribution
-  // widened from its slot (this process's own rounded from its buffer);
-  // kMax goes through `part`.
+  // FP32 sums of an L1-sized block, in rank order, of every contribution as
+  // the wire holds it: widened from its slot, or (this process's own)
+  // rounded from its buffer.
   constexpr size_t kBlock = 2048;
   float sum[kBlock], part[kBlock];
   uint16_t* result = Slot16(options_.size);
+  auto load = [&](int r, size_t b, size_t len, float* into) {
+    if (r == options_.rank) {
+      std::memcpy(into, mine + b, len * sizeof(float));
+      RoundToWire(wire, into, len);
+    } else {
+      WidenFromWire(wire, Slot16(r) + b, into, len);
+    }
+  };
   for (size_t b = lo; b < hi; b += kBlock) {
     const size_t len = std::min(kBlock, hi - b);
-    for (int r = 0; r < options_.size; ++r) {
-      const bool own = r == options_.rank;
-      if (r > 0 && op != ReduceOp::kMax) {  // a sum: added straight from the slot or buffer
-        own ? AddRoundedToWire(wire, sum, mine + b, len) : AddWidenedFromWire(wire, sum, Slot16(r) + b, len);
-        continue;
-      }
-      float* into = r == 0 ? sum : part;
-      if (own) {
-        std::memcpy(into, mine + b, len * sizeof(float));
-        RoundToWire(wire, into, len);
+    load(0, b, len, sum);
+    for (int r = 1; r < options_.size; ++r) {
+      if (op == ReduceOp::kMax) {
+        load(r, b, len, part);
+        ReduceInto(sum, part, len, op);
+      } else if (r == options_.rank) {  // a sum: added straight from the buffer or slot
+        AddRoundedToWire(wire, sum, mine + b, len);
       } else {
-        WidenFromWire(wire, Slot16(r) + b, into, len);
+        AddWidenedFromWire(wire, sum, Slot16(r) + b, len);
       }
-      if (r > 0) ReduceInto(sum, part, len, op);
     }
     NarrowToWire(wire, sum, result + b, len);
     WidenFromWire(wire, result + b, mine + b, len);
@@ -324,26 +337,14 @@ Status SharedMemoryProcessGroup::AllReduceAs(WireType wire, float* data, size_t 
     return OkStatus();
   }
   if (aborted_) return AbortedError("the process group was aborted");
-  const auto size = static_cast<size_t>(options_.size);
-  const auto me = static_cast<size_t>(options_.rank);
-  const size_t chunk_elements = options_.slot_bytes / sizeof(uint16_t);
   uint16_t* slot = Slot16(options_.rank);
   const uint16_t* result = Slot16(options_.size);
-  // As AllReduce, in 16 bits: only the other shares go through the slot
-  // and come back; this process's own share is rounded as it is summed.
-  for (size_t offset = 0; offset < count; offset += chunk_elements) {
-    const size_t n = std::min(chunk_elements, count - offset);
-    float* chunk = data + offset;
-    const size_t lo = n * me / size, hi = n * (me + 1) / size;
-    NarrowToWire(wire, chunk, slot, lo);
-    NarrowToWire(wire, chunk + hi, slot + hi, n - hi);
-    MIRRORED_RETURN_IF_ERROR(Arrive("all-reduce"));
-    ReduceShareOnWire(wire, chunk, lo, hi, op);
-    MIRRORED_RETURN_IF_ERROR(Arrive("all-reduce"));
-    WidenFromWire(wire, result, chunk, lo);
-    WidenFromWire(wire, result + hi, chunk + hi, n - hi);
-  }
-  return OkStatus();
+  // As AllReduce, in 16 bits; this process's own share is rounded as it is summed.
+  return RunChunks(
+      data, count, options_.slot_bytes / sizeof(uint16_t),
+      [&](float* chunk, size_t at, size_t len) { NarrowToWire(wire, chunk + at, slot + at, len); },
+      [&](float* chunk, size_t lo, size_t hi) { ReduceShareOnWire(wire, chunk, lo, hi, op); },
+      [&](float* chunk, size_t at, size_t len) { WidenFromWire(wire, result + at, chunk + at, len); });
 }
 
 Status SharedMemoryProcessGroup::Broadcast(float* data, size_t count, int root_process) {

@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -83,6 +84,15 @@ class SharedMemoryProcessGroup : public ProcessGroup {
   // Waits for every member to arrive; `what` names the operation in errors.
   Status Arrive(const char* what);
   float* Slot(int rank) const;
+  // An all-reduce of `count` floats in chunks of `chunk_elements`, two
+  // barriers each. Per chunk, this process's share is [lo, hi):
+  // `copy_in(chunk, at, len)` for each of the other shares' ranges of the
+  // chunk, a barrier, `reduce(chunk, lo, hi)`, a barrier, then
+  // `copy_out(chunk, at, len)` for the same ranges.
+  using CopyStep = std::function<void(float* chunk, size_t at, size_t len)>;
+  using ReduceStep = std::function<void(float* chunk, size_t lo, size_t hi)>;
+  Status RunChunks(float* data, size_t count, size_t chunk_elements, const CopyStep& copy_in, const ReduceStep& reduce,
+                   const CopyStep& copy_out);
   void ReduceShare(float* mine, size_t lo, size_t hi, ReduceOp op) const;
   // The same over 16-bit slots: the result area gets the rounded sum of
   // [lo, hi), and so does `mine`, widened.
