@@ -39,12 +39,18 @@ TEST(PrecisionTest, TheCpuRefusesWhatItCannotComputeNamingTheInstructionSet) {
   EXPECT_EQ(lacks.code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(Has(lacks, "needs AVX512_BF16 or AMX-BF16, which this CPU lacks")) << lacks;
   EXPECT_TRUE(Has(lacks, "does not emulate")) << lacks;
-  EXPECT_TRUE(Has(CheckCpuPrecision(Precision::kBf16, amx), "this CPU has AMX-BF16, but")) << "amx";
-  EXPECT_TRUE(Has(CheckCpuPrecision(Precision::kBf16, bf16), "this CPU has AVX512_BF16, but")) << "avx512";
+  // Either instruction set computes bf16 (oneDNN's kernels); fp16 never.
+  EXPECT_TRUE(CheckCpuPrecision(Precision::kBf16, amx).ok()) << "amx";
+  EXPECT_TRUE(CheckCpuPrecision(Precision::kBf16, bf16).ok()) << "avx512";
+  EXPECT_FALSE(CheckCpuPrecision(Precision::kBf16, fp16).ok()) << "AVX512_FP16 alone";
   EXPECT_TRUE(Has(CheckCpuPrecision(Precision::kFp16, none), "lacks AVX512_FP16")) << "fp16";
-  EXPECT_TRUE(Has(CheckCpuPrecision(Precision::kFp16, fp16), "has AVX512_FP16, but")) << "fp16 present";
-  // This machine's own answer is one of those.
-  EXPECT_FALSE(CheckCpuPrecision(Precision::kBf16).ok());
+  const Status fp16_present = CheckCpuPrecision(Precision::kFp16, fp16);
+  EXPECT_EQ(fp16_present.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Has(fp16_present, "has AVX512_FP16, but")) << fp16_present;
+  // This machine's own answer follows its CPUID.
+  const CpuHalfSupport here = DetectCpuHalfSupport();
+  EXPECT_EQ(CheckCpuPrecision(Precision::kBf16).ok(), here.avx512_bf16 || here.amx_bf16);
+  EXPECT_FALSE(CheckCpuPrecision(Precision::kFp16).ok());
 }
 
 TEST(DynamicLossScaleTest, HalvesAndSkipsOnOverflowDoublesAfterGrowthSteps) {

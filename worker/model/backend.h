@@ -221,7 +221,17 @@ class Backend {
   virtual bool UnscaleAndCheckFinite(float* g, size_t count, float factor) = 0;
 };
 
+// The CPU backend; its dense and convolution products in FP32.
 std::unique_ptr<Backend> MakeCpuBackend();
+// The same, its products in `precision`: fp32, or bf16 on a CPU with
+// AVX512_BF16 or AMX-BF16 that oneDNN uses. InvalidArgument naming what is
+// missing otherwise (CheckCpuBackendPrecision).
+StatusOr<std::unique_ptr<Backend>> MakeCpuBackend(Precision precision);
+// Whether the CPU backend can compute in `precision` here: CheckCpuPrecision
+// (the CPU's CPUID), then for bf16 oneDNN's effective instruction set, which
+// ONEDNN_MAX_CPU_ISA may cap below AVX512_BF16. InvalidArgument naming what
+// is missing; never a silent reference kernel.
+Status CheckCpuBackendPrecision(Precision precision);
 // The GPU backend on device `ordinal`, its products in `precision`.
 // Unavailable when built without CUDA or when the device does not exist.
 StatusOr<std::unique_ptr<Backend>> MakeGpuBackend(int ordinal, Precision precision = Precision::kFp32);

@@ -183,6 +183,11 @@ void SetCpuThreadsForThisThread(int threads) {
 
 std::unique_ptr<Backend> MakeCpuBackend() { return std::make_unique<CpuBackend>(); }
 
+StatusOr<std::unique_ptr<Backend>> MakeCpuBackend(Precision precision) {
+  MIRRORED_RETURN_IF_ERROR(CheckCpuBackendPrecision(precision));
+  return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(precision));
+}
+
 #if !MIRRORED_WITH_CUDA
 StatusOr<std::unique_ptr<Backend>> MakeGpuBackend(int ordinal, Precision) {
   return UnavailableError("GPU " + std::to_string(ordinal) +

@@ -1,6 +1,8 @@
 // The CPU implementation of Backend: host memory, oneDNN kernels for the
 // layers (cpu_dnnl_kernels.h), plain loops for the element-wise work, the
 // loss and the optimizer updates. One oneDNN engine and stream per instance.
+// Its dense and convolution products compute in FP32, or in bf16 where the
+// CPU has bf16 instructions (MakeCpuBackend(Precision::kBf16)).
 //
 //   std::unique_ptr<Backend> cpu = MakeCpuBackend();
 //   float* x = cpu->Allocate(64 * 784);
@@ -20,6 +22,8 @@ void SetCpuThreadsForThisThread(int threads);
 class CpuBackend final : public Backend {
  public:
   CpuBackend() = default;
+  // kFp32 or kBf16: MakeCpuBackend(Precision) checks that the CPU can.
+  explicit CpuBackend(Precision precision) { ctx_.precision = precision; }
 
   std::string name() const override { return "cpu"; }
   bool is_gpu() const override { return false; }

@@ -34,15 +34,57 @@ dnnl::primitive_attr ReluAttr(bool relu) {
   return attr;
 }
 
+// db[c] = sum over rows of dy[row, c], in FP32, rows in order: a layer's
+// bias gradient from its FP32 output gradient.
+void SumRows(const float* dy, size_t rows, int channels, float* db) {
+  std::fill(db, db + channels, 0.f);
+  for (size_t r = 0; r < rows; ++r) {
+    const float* row = dy + r * size_t(channels);
+    for (int c = 0; c < channels; ++c) db[c] += row[c];
+  }
+}
+
+// FP32 -> bf16 (round to nearest even) of one tensor, through a cached
+// oneDNN reorder into a buffer that the kernel keeps: Forward's copies of x
+// and w serve its Backward too (a Backward follows the training Forward of
+// the same batch, as on the GPU).
+class Bf16Copy {
+ public:
+  // Converts `src` (described by `f32`) into the layout `bf16` describes,
+  // and returns the copy.
+  const void* From(DnnlContext* ctx, const memory::desc& f32, const memory::desc& bf16, const float* src) {
+    if (!(bf16 == to_) || !(f32 == from_)) {
+      from_ = f32;
+      to_ = bf16;
+      reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(ctx->engine, f32, ctx->engine, bf16));
+    }
+    void* out = Scratch(buf_, bf16.get_size());
+    memory a = Mem(f32, ctx, src), b = Mem(bf16, ctx, out);
+    reorder_.execute(ctx->stream, a, b);
+    return out;
+  }
+  // The last copy made.
+  const void* data() const { return buf_.data(); }
+
+ private:
+  memory::desc from_, to_;
+  dnnl::reorder reorder_;
+  std::vector<float> buf_;
+};
+
 // ---------------------------------------------------------------- dense ----
+// bf16: Y = bf16(X) bf16(W) in FP32; dX = bf16(dY) bf16(W)^T and
+// dW = bf16(X)^T bf16(dY), both FP32; the bias gradient sums dY in FP32.
 class DnnlDense final : public DenseKernel {
  public:
-  DnnlDense(DnnlContext* ctx, const DenseSpec& s) : ctx_(ctx), s_(s) {}
+  DnnlDense(DnnlContext* ctx, const DenseSpec& s, bool bf16) : ctx_(ctx), s_(s), bf16_(bf16) {}
 
   void Forward(int n, const float* x, const float* w, const float* b, float* y) override {
     Prims& p = Get(n);
-    p.fwd.execute(ctx_->stream, {{DNNL_ARG_SRC, Mem(p.x, ctx_, x)},
-                                 {DNNL_ARG_WEIGHTS, Mem(p.w, ctx_, w)},
+    const void* xp = bf16_ ? x16_.From(ctx_, p.x, p.x_in, x) : x;
+    const void* wp = bf16_ ? w16_.From(ctx_, p.w, p.w_in, w) : w;
+    p.fwd.execute(ctx_->stream, {{DNNL_ARG_SRC, Mem(p.x_in, ctx_, xp)},
+                                 {DNNL_ARG_WEIGHTS, Mem(p.w_in, ctx_, wp)},
                                  {DNNL_ARG_BIAS, Mem(p.b, ctx_, b)},
                                  {DNNL_ARG_DST, Mem(p.y, ctx_, y)}});
     ctx_->stream.wait();
@@ -50,25 +92,26 @@ class DnnlDense final : public DenseKernel {
 
   void Backward(int n, const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) override {
     Prims& p = Get(n);
+    const void* xp = bf16_ ? x16_.data() : x;
+    const void* wp = bf16_ ? w16_.data() : w;
+    const void* dyp = bf16_ ? dy16_.From(ctx_, p.y, p.y_in, dy) : dy;
     if (dx != nullptr) {
-      p.bwd_data.execute(ctx_->stream, {{DNNL_ARG_SRC, Mem(p.y, ctx_, dy)},
-                                        {DNNL_ARG_WEIGHTS, Mem(p.w_t, ctx_, w)},
+      p.bwd_data.execute(ctx_->stream, {{DNNL_ARG_SRC, Mem(p.y_in, ctx_, dyp)},
+                                        {DNNL_ARG_WEIGHTS, Mem(p.w_t_in, ctx_, wp)},
                                         {DNNL_ARG_DST, Mem(p.x, ctx_, dx)}});
     }
-    p.bwd_weights.execute(ctx_->stream, {{DNNL_ARG_SRC, Mem(p.x_t, ctx_, x)},
-                                         {DNNL_ARG_WEIGHTS, Mem(p.y, ctx_, dy)},
+    p.bwd_weights.execute(ctx_->stream, {{DNNL_ARG_SRC, Mem(p.x_t_in, ctx_, xp)},
+                                         {DNNL_ARG_WEIGHTS, Mem(p.y_in, ctx_, dyp)},
                                          {DNNL_ARG_DST, Mem(p.w, ctx_, dw)}});
     ctx_->stream.wait();
-    for (int o = 0; o < s_.out; ++o) db[o] = 0.f;
-    for (int i = 0; i < n; ++i) {
-      const float* row = dy + size_t(i) * s_.out;
-      for (int o = 0; o < s_.out; ++o) db[o] += row[o];
-    }
+    SumRows(dy, size_t(n), s_.out, db);
   }
 
  private:
+  // FP32 tensors (x, w, b, y: also dx, dw, dy as given) and the products'
+  // operands in the products' type (*_in: bf16 copies, or the same FP32).
   struct Prims {
-    memory::desc x, x_t, w, w_t, b, y;
+    memory::desc x, w, b, y, x_in, x_t_in, w_in, w_t_in, y_in;
     dnnl::matmul fwd, bwd_data, bwd_weights;
   };
 
@@ -76,40 +119,52 @@ class DnnlDense final : public DenseKernel {
     auto it = cache_.find(n);
     if (it != cache_.end()) return it->second;
     const memory::dim N = n, I = s_.in, O = s_.out;
+    const dt in = bf16_ ? dt::bf16 : dt::f32;
     Prims p;
     p.x = memory::desc({N, I}, dt::f32, tag::ab);
-    p.x_t = memory::desc({I, N}, dt::f32, tag::ba);  // x viewed as x^T
     p.w = memory::desc({I, O}, dt::f32, tag::ab);
-    p.w_t = memory::desc({O, I}, dt::f32, tag::ba);  // W viewed as W^T
     p.b = memory::desc({1, O}, dt::f32, tag::ab);
     p.y = memory::desc({N, O}, dt::f32, tag::ab);
-    p.fwd = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.x, p.w, p.b, p.y), ReluAttr(s_.relu),
-                                                      ctx_->engine));
-    p.bwd_data = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.y, p.w_t, p.x), ctx_->engine));
-    p.bwd_weights = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.x_t, p.y, p.w), ctx_->engine));
+    p.x_in = memory::desc({N, I}, in, tag::ab);
+    p.x_t_in = memory::desc({I, N}, in, tag::ba);  // x viewed as x^T
+    p.w_in = memory::desc({I, O}, in, tag::ab);
+    p.w_t_in = memory::desc({O, I}, in, tag::ba);  // W viewed as W^T
+    p.y_in = memory::desc({N, O}, in, tag::ab);
+    p.fwd = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.x_in, p.w_in, p.b, p.y),
+                                                      ReluAttr(s_.relu), ctx_->engine));
+    p.bwd_data =
+        dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.y_in, p.w_t_in, p.x), ctx_->engine));
+    p.bwd_weights =
+        dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.x_t_in, p.y_in, p.w), ctx_->engine));
     return cache_.emplace(n, std::move(p)).first->second;
   }
 
   DnnlContext* ctx_;
   DenseSpec s_;
+  bool bf16_;
   std::map<int, Prims> cache_;
+  Bf16Copy x16_, w16_, dy16_;
 };
 
 // ----------------------------------------------------------------- conv ----
 // Forward and backward data are oneDNN's primitives; the kernel gradient is
-// oneDNN's backward-weights primitive or Im2colWeightGradient (`dw`).
+// oneDNN's backward-weights primitive or Im2colWeightGradient (`dw`, FP32
+// only). bf16: the primitives read bf16 copies of x, dy and the kernel (in
+// the primitive's layout) and write FP32 y, dx, dw and db.
 class DnnlConv final : public ConvKernel {
  public:
-  DnnlConv(DnnlContext* ctx, const ConvSpec& s, ConvWeightGradient dw) : ctx_(ctx), s_(s) {
+  DnnlConv(DnnlContext* ctx, const ConvSpec& s, ConvWeightGradient dw)
+      : ctx_(ctx), s_(s), bf16_(ctx->bf16() && ConvComputesInBf16(s)) {
     const bool gemm = dw == ConvWeightGradient::kIm2colGemm ||
                       (dw == ConvWeightGradient::kFastestMeasured && (s.in_c == 1 || s.bias));
-    if (gemm) gemm_dw_ = std::make_unique<Im2colWeightGradient>(s);
+    if (gemm && !bf16_) gemm_dw_ = std::make_unique<Im2colWeightGradient>(s);
   }
 
   void Forward(int n, const float* x, const float* w, const float* b, float* y) override {
     Prims& p = Get(n);
+    const void* xp = bf16_ ? x16_.From(ctx_, p.x, p.x_in, x) : x;
     const void* wp = Reorder(p.user_w, p.fwd_pd.weights_desc(), w, fwd_w_);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, Mem(p.x, ctx_, x)},
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, Mem(p.x_in, ctx_, xp)},
                                          {DNNL_ARG_WEIGHTS, Mem(p.fwd_pd.weights_desc(), ctx_, wp)},
                                          {DNNL_ARG_DST, Mem(p.y, ctx_, y)}};
     if (s_.bias) args.emplace(DNNL_ARG_BIAS, Mem(p.b, ctx_, b));
@@ -119,9 +174,10 @@ class DnnlConv final : public ConvKernel {
 
   void Backward(int n, const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) override {
     Prims& p = Get(n);
+    const void* dyp = bf16_ ? dy16_.From(ctx_, p.y, p.y_in, dy) : dy;
     if (dx != nullptr) {
       const void* wp = Reorder(p.user_w, p.bwd_data_pd.weights_desc(), w, bwd_w_);
-      p.bwd_data.execute(ctx_->stream, {{DNNL_ARG_DIFF_DST, Mem(p.y, ctx_, dy)},
+      p.bwd_data.execute(ctx_->stream, {{DNNL_ARG_DIFF_DST, Mem(p.y_in, ctx_, dyp)},
                                         {DNNL_ARG_WEIGHTS, Mem(p.bwd_data_pd.weights_desc(), ctx_, wp)},
                                         {DNNL_ARG_DIFF_SRC, Mem(p.x, ctx_, dx)}});
     }
@@ -130,12 +186,17 @@ class DnnlConv final : public ConvKernel {
       gemm_dw_->Compute(n, x, dy, dw, db);
       return;
     }
-    BackwardWeights(p, x, dy, dw, db);
+    BackwardWeights(p, bf16_ ? x16_.data() : x, dyp, dw, db);
+    // bf16: the bias gradient from the FP32 dy, as the dense layer's and the
+    // GPU's (oneDNN's would sum the bf16 copy).
+    if (bf16_ && s_.bias) SumRows(dy, size_t(n) * s_.out_h() * s_.out_w(), s_.out_c, db);
   }
 
  private:
+  // x, y: the FP32 activations (and dx, dy as given); x_in, y_in: what the
+  // primitives read, the bf16 copies' layout or the same FP32.
   struct Prims {
-    memory::desc x, y, b, user_w;
+    memory::desc x, y, x_in, y_in, b, user_w;
     dnnl::convolution_forward::primitive_desc fwd_pd;
     dnnl::convolution_backward_data::primitive_desc bwd_data_pd;
     dnnl::convolution_backward_weights::primitive_desc bwd_weights_pd;
@@ -144,15 +205,16 @@ class DnnlConv final : public ConvKernel {
     dnnl::convolution_backward_weights bwd_weights;
   };
 
-  // oneDNN's backward-weights primitive, its kernel layout reordered to HWIO.
-  void BackwardWeights(Prims& p, const float* x, const float* dy, float* dw, float* db) {
+  // oneDNN's backward-weights primitive, its FP32 kernel gradient reordered
+  // to HWIO; and the bias gradient in FP32 (not for bf16: Backward sums it).
+  void BackwardWeights(Prims& p, const void* x, const void* dy, float* dw, float* db) {
     const memory::desc& dw_md = p.bwd_weights_pd.diff_weights_desc();
     const bool direct = dw_md == p.user_w;
     void* dwp = direct ? static_cast<void*>(dw) : Scratch(dw_scratch_, dw_md.get_size());
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, Mem(p.x, ctx_, x)},
-                                         {DNNL_ARG_DIFF_DST, Mem(p.y, ctx_, dy)},
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, Mem(p.x_in, ctx_, x)},
+                                         {DNNL_ARG_DIFF_DST, Mem(p.y_in, ctx_, dy)},
                                          {DNNL_ARG_DIFF_WEIGHTS, Mem(dw_md, ctx_, dwp)}};
-    if (s_.bias) args.emplace(DNNL_ARG_DIFF_BIAS, Mem(p.b, ctx_, db));
+    if (s_.bias && !bf16_) args.emplace(DNNL_ARG_DIFF_BIAS, Mem(p.b, ctx_, db));
     p.bwd_weights.execute(ctx_->stream, args);
     if (!direct) {
       memory src = Mem(dw_md, ctx_, dwp), dst = Mem(p.user_w, ctx_, dw);
@@ -161,7 +223,8 @@ class DnnlConv final : public ConvKernel {
     ctx_->stream.wait();
   }
 
-  // Returns `w` itself when the implementation takes HWIO, else a reordered copy.
+  // Returns `w` itself when the implementation takes FP32 HWIO, else a
+  // reordered (and, for bf16, converted) copy.
   const void* Reorder(const memory::desc& user, const memory::desc& want, const float* w, std::vector<float>& buf) {
     if (user == want) return w;
     void* out = Scratch(buf, want.get_size());
@@ -174,12 +237,15 @@ class DnnlConv final : public ConvKernel {
     auto it = cache_.find(n);
     if (it != cache_.end()) return it->second;
     const memory::dim N = n, IC = s_.in_c, OC = s_.out_c, K = s_.kernel;
+    const dt in = bf16_ ? dt::bf16 : dt::f32;
     Prims p;
     p.x = memory::desc({N, IC, s_.in_h, s_.in_w}, dt::f32, tag::nhwc);
     p.y = memory::desc({N, OC, s_.out_h(), s_.out_w()}, dt::f32, tag::nhwc);
+    p.x_in = memory::desc({N, IC, s_.in_h, s_.in_w}, in, tag::nhwc);
+    p.y_in = memory::desc({N, OC, s_.out_h(), s_.out_w()}, in, tag::nhwc);
     p.b = memory::desc({OC}, dt::f32, tag::a);
     p.user_w = memory::desc({OC, IC, K, K}, dt::f32, tag::hwio);
-    memory::desc any_w({OC, IC, K, K}, dt::f32, tag::any);
+    memory::desc any_w({OC, IC, K, K}, in, tag::any), any_dw({OC, IC, K, K}, dt::f32, tag::any);
     // The spec's padding as it is: oneDNN pads the top / left (pad) and the
     // bottom / right (pad_r) separately, and floors (in + pad + pad_r - k) /
     // stride exactly as ConvSpec does. (A negative right padding, which would
@@ -188,15 +254,16 @@ class DnnlConv final : public ConvKernel {
     memory::dims strides{s_.stride, s_.stride}, pad{s_.pad_h.before, s_.pad_w.before},
         pad_r{s_.pad_h.after, s_.pad_w.after};
     auto alg = dnnl::algorithm::convolution_direct;
-    auto fwd_desc = s_.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, p.x, any_w,
+    auto fwd_desc = s_.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, p.x_in, any_w,
                                                               p.b, p.y, strides, pad, pad_r)
-                            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, p.x, any_w,
+                            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, p.x_in, any_w,
                                                               p.y, strides, pad, pad_r);
     p.fwd_pd = dnnl::convolution_forward::primitive_desc(fwd_desc, ReluAttr(s_.relu), ctx_->engine);
     p.bwd_data_pd = dnnl::convolution_backward_data::primitive_desc(
-        dnnl::convolution_backward_data::desc(alg, p.x, any_w, p.y, strides, pad, pad_r), ctx_->engine, p.fwd_pd);
-    auto bw_desc = s_.bias ? dnnl::convolution_backward_weights::desc(alg, p.x, any_w, p.b, p.y, strides, pad, pad_r)
-                           : dnnl::convolution_backward_weights::desc(alg, p.x, any_w, p.y, strides, pad, pad_r);
+        dnnl::convolution_backward_data::desc(alg, p.x, any_w, p.y_in, strides, pad, pad_r), ctx_->engine, p.fwd_pd);
+    auto bw_desc = s_.bias && !bf16_
+                       ? dnnl::convolution_backward_weights::desc(alg, p.x_in, any_dw, p.b, p.y_in, strides, pad, pad_r)
+                       : dnnl::convolution_backward_weights::desc(alg, p.x_in, any_dw, p.y_in, strides, pad, pad_r);
     p.fwd = dnnl::convolution_forward(p.fwd_pd);
     p.bwd_data = dnnl::convolution_backward_data(p.bwd_data_pd);
     if (gemm_dw_ == nullptr) {
@@ -208,8 +275,10 @@ class DnnlConv final : public ConvKernel {
 
   DnnlContext* ctx_;
   ConvSpec s_;
+  bool bf16_;
   std::map<int, Prims> cache_;
   std::vector<float> fwd_w_, bwd_w_, dw_scratch_;
+  Bf16Copy x16_, dy16_;
   std::unique_ptr<Im2colWeightGradient> gemm_dw_;  // null: oneDNN's primitive
 };
 
@@ -223,7 +292,7 @@ class DnnlConv final : public ConvKernel {
 class DnnlPointwiseConv final : public ConvKernel {
  public:
   DnnlPointwiseConv(DnnlContext* ctx, const ConvSpec& s)
-      : s_(s), dense_(ctx, DenseSpec{s.in_c, s.out_c, s.relu}), zero_bias_(size_t(s.out_c), 0.f),
+      : s_(s), dense_(ctx, DenseSpec{s.in_c, s.out_c, s.relu}, ctx->bf16() && ConvComputesInBf16(s)), zero_bias_(size_t(s.out_c), 0.f),
         db_scratch_(size_t(s.out_c)) {}
 
   void Forward(int n, const float* x, const float* w, const float* b, float* y) override {
@@ -414,8 +483,22 @@ class DnnlBatchNorm final : public BatchNormKernel {
 
 }  // namespace
 
+bool ConvComputesInBf16(const ConvSpec& spec) { return spec.in_c % 8 == 0; }
+
+Status CheckCpuBackendPrecision(Precision precision) {
+  MIRRORED_RETURN_IF_ERROR(CheckCpuPrecision(precision));
+  if (precision != Precision::kBf16) return OkStatus();
+  const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  const auto have = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  if ((have & need) == need) return OkStatus();
+  return InvalidArgumentError(
+      "--precision bf16: this CPU has bf16 instructions, but oneDNN's instruction set is capped below "
+      "AVX512_BF16 (ONEDNN_MAX_CPU_ISA or DNNL_MAX_CPU_ISA in the environment?), and mirrored does not emulate "
+      "bf16: unset it, or use --precision fp32");
+}
+
 std::unique_ptr<DenseKernel> MakeDnnlDense(DnnlContext* ctx, const DenseSpec& spec) {
-  return std::make_unique<DnnlDense>(ctx, spec);
+  return std::make_unique<DnnlDense>(ctx, spec, ctx->bf16());
 }
 std::unique_ptr<ConvKernel> MakeDnnlConv(DnnlContext* ctx, const ConvSpec& spec, ConvWeightGradient dw) {
   if (spec.kernel == 1 && !spec.padded()) return std::make_unique<DnnlPointwiseConv>(ctx, spec);

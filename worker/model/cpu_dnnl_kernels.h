@@ -3,6 +3,12 @@
 // HWIO to the implementation's preferred layout, bias + ReLU fused),
 // max pooling with its argmax workspace, and batch normalisation.
 // Primitives are created once per batch size and reused.
+// With the context's precision bf16 (--precision bf16, on a CPU with
+// AVX512_BF16 or AMX-BF16), dense and convolution products read bf16 copies
+// of their inputs, weights and output gradients (rounded to nearest even),
+// accumulate in FP32 and write FP32, as the GPU's bf16 products do; every
+// other tensor stays FP32. A convolution whose input channels are not a
+// multiple of 8 (an image's first layer) stays FP32 on both devices.
 //
 //   DnnlContext ctx;   // engine + stream, one per CpuBackend
 //   std::unique_ptr<ConvKernel> k = MakeDnnlConv(&ctx, spec);
@@ -21,7 +27,14 @@ namespace mirrored::model {
 struct DnnlContext {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
+  Precision precision = Precision::kFp32;  // kFp32 or kBf16 (CheckCpuBackendPrecision)
+  bool bf16() const { return precision == Precision::kBf16; }
 };
+
+// Whether a convolution of `spec` computes in bf16 under a bf16 context:
+// input channels a multiple of 8 (the GPU's rule for tensor cores, kept on
+// the CPU so that both devices round the same layers).
+bool ConvComputesInBf16(const ConvSpec& spec);
 
 std::unique_ptr<DenseKernel> MakeDnnlDense(DnnlContext* ctx, const DenseSpec& spec);
 // How a convolution's kernel gradient is computed. kFastestMeasured: im2col

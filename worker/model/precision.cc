@@ -48,17 +48,13 @@ Status CheckCpuPrecision(Precision p, const CpuHalfSupport& cpu) {
       return InvalidArgumentError("--precision tf32 is a GPU math mode (TF32 tensor cores) and these replicas run "
                                   "on the CPU, which computes in FP32" + use);
     case Precision::kBf16:
-      if (!cpu.avx512_bf16 && !cpu.amx_bf16) {
-        return InvalidArgumentError("--precision bf16 on the CPU needs AVX512_BF16 or AMX-BF16, which this CPU lacks "
-                                    "(mirrored does not emulate bf16)" + use);
-      }
-      return InvalidArgumentError(std::string("--precision bf16: this CPU has ") +
-                                  (cpu.amx_bf16 ? "AMX-BF16" : "AVX512_BF16") +
-                                  ", but mirrored's CPU kernels have no bf16 path yet" + use);
+      if (cpu.avx512_bf16 || cpu.amx_bf16) return OkStatus();  // oneDNN's bf16 products (cpu_dnnl_kernels.h)
+      return InvalidArgumentError("--precision bf16 on the CPU needs AVX512_BF16 or AMX-BF16, which this CPU lacks "
+                                  "(mirrored does not emulate bf16)" + use);
     case Precision::kFp16:
       return InvalidArgumentError(std::string("--precision fp16 on the CPU: ") +
-                                  (cpu.avx512_fp16 ? "this CPU has AVX512_FP16, but mirrored's CPU kernels have "
-                                                     "no fp16 path"
+                                  (cpu.avx512_fp16 ? "this CPU has AVX512_FP16, but mirrored's CPU kernels "
+                                                     "(oneDNN 2.6) have no fp16 path"
                                                    : "this CPU lacks AVX512_FP16 (mirrored does not emulate fp16)") +
                                   use);
   }

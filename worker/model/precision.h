@@ -5,8 +5,9 @@
 //   fp32  FP32 products (no TF32): the default, bit-for-bit today's results.
 //   tf32  FP32 tensors, products on TF32 tensor cores (cuBLAS/cuDNN math
 //         mode only; GPU only).
-//   bf16  products in bfloat16 on tensor cores, accumulated in FP32
-//         (Keras "mixed_bfloat16"); GPU only here.
+//   bf16  products in bfloat16, accumulated in FP32 (Keras
+//         "mixed_bfloat16"): on tensor cores, or on CPUs with AVX512_BF16 /
+//         AMX-BF16 through oneDNN.
 //   fp16  products in float16, accumulated in FP32, with dynamic loss
 //         scaling (Keras "mixed_float16", loss_scale.h); GPU only.
 //
@@ -40,9 +41,11 @@ struct CpuHalfSupport {
 CpuHalfSupport DetectCpuHalfSupport();
 
 // Whether CPU replicas can train in `p`: fp32 always; tf32 never (a GPU
-// math mode); bf16 and fp16 are refused rather than emulated, naming what
-// this CPU lacks or, where it has the instructions, that mirrored's CPU
-// kernels have no 16-bit path. InvalidArgument (exit 2).
+// math mode); bf16 where the CPU has AVX512_BF16 or AMX-BF16, refused
+// rather than emulated elsewhere, naming what this CPU lacks; fp16 never
+// (oneDNN 2.6 has no fp16 CPU kernels), naming whether the CPU has
+// AVX512_FP16. InvalidArgument (exit 2). The CPU backend also checks
+// oneDNN's own instruction set (CheckCpuBackendPrecision, backend.h).
 Status CheckCpuPrecision(Precision p, const CpuHalfSupport& cpu = DetectCpuHalfSupport());
 
 }  // namespace mirrored::model

@@ -83,8 +83,7 @@ class ReplicaContext {
   StatusOr<std::unique_ptr<model::Backend>> MakeBackend(
       model::Precision precision = model::Precision::kFp32) const {
     if (on_gpu()) return model::MakeGpuBackend(gpu_, precision);
-    MIRRORED_RETURN_IF_ERROR(model::CheckCpuPrecision(precision));
-    return model::MakeCpuBackend();
+    return model::MakeCpuBackend(precision);
   }
 
   // Reduces `values` (host floats, one per metric, e.g. {loss_sum, correct,

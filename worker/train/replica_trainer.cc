@@ -78,7 +78,7 @@ Status ReplicaTrainer::CreateModel() {
     MIRRORED_ASSIGN_OR_RETURN(backend, replica_.MakeBackend(trainer_.precision_));
   } else {
     model::SetCpuThreadsForThisThread(trainer_.threads_per_replica_);
-    backend = model::MakeCpuBackend();
+    MIRRORED_ASSIGN_OR_RETURN(backend, model::MakeCpuBackend(trainer_.precision_));
   }
   MIRRORED_ASSIGN_OR_RETURN(model_, trainer_.model_.Create(std::move(backend), options_.seed, trainer_.input_shape(),
                                                             trainer_.data_.shape().classes));

@@ -76,7 +76,7 @@ Status Trainer::Plan() {
   MIRRORED_ASSIGN_OR_RETURN(allreduce_dtype_, ParseWireType(options_.communication.allreduce_dtype));
   MIRRORED_ASSIGN_OR_RETURN(loss_, model::ParseLoss(options_.model.loss));
   if (loss_ == model::Loss::kMeanSquaredError) summary_.metric = "mse";
-  if (!strategy_.on_gpu()) MIRRORED_RETURN_IF_ERROR(model::CheckCpuPrecision(precision_));
+  if (!strategy_.on_gpu()) MIRRORED_RETURN_IF_ERROR(model::CheckCpuBackendPrecision(precision_));
   MIRRORED_RETURN_IF_ERROR(PlanSteps());
   const RunLength run{.replicas = world_, .steps_per_epoch = steps_per_epoch_, .total_steps = total_steps_};
   MIRRORED_ASSIGN_OR_RETURN(
