@@ -4,7 +4,7 @@
 // configuration's own; bench/compute/compare.sh runs the grid side by side
 // with PyTorch.
 //
-//   compute_bench --model cnn --batch 64 --seconds 10 [--device cpu|gpu] [--data DIR]
+//   compute_bench --model cnn --batch 64 --seconds 10 [--device cpu|gpu] [--precision fp32|bf16|...] [--data DIR]
 //   # model batch device steps samples_per_sec peak_rss_mib cpu_ms_per_step
 //
 // cpu_ms_per_step is the process's CPU time (all threads, the prefetcher's
@@ -39,7 +39,7 @@ double ProcessCpuSeconds() {
 
 int main(int argc, char** argv) {
   CLI::App app("mirrored compute benchmark: single-replica training throughput");
-  std::string model_name = "cnn", device = "cpu", data_dir = data::FashionMnist::kDefaultDir;
+  std::string model_name = "cnn", device = "cpu", precision_name = "fp32", data_dir = data::FashionMnist::kDefaultDir;
   int batch = 64, warmup = 5, epochs = 0, threads = 0;
   uint64_t seed = 1;
   double seconds = 10;
@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "timed duration after warm-up");
   app.add_option("--warmup", warmup, "untimed steps first");
   app.add_option("--device", device, "cpu|gpu");
+  app.add_option("--precision", precision_name, "fp32|bf16 (CPU, GPU), tf32 (GPU); fp16 here has no loss scaling (mirrored-worker has)");
   app.add_option("--data", data_dir, "Fashion-MNIST directory");
   app.add_flag("--header", header, "print the column header first");
   app.add_option("--epochs", epochs, "instead of timing: train this many epochs, print test accuracy");
@@ -61,17 +62,17 @@ int main(int argc, char** argv) {
     MIRRORED_LOG(ERROR) << ds.status();
     return ExitCodeFor(ds.status());
   }
-  std::unique_ptr<model::Backend> backend;
-  if (device == "gpu") {
-    auto gpu = model::MakeGpuBackend(0);
-    if (!gpu.ok()) {
-      MIRRORED_LOG(ERROR) << gpu.status();
-      return ExitCodeFor(gpu.status());
-    }
-    backend = std::move(gpu).value();
-  } else {
-    backend = model::MakeCpuBackend();
+  auto precision = model::ParsePrecision(precision_name);
+  if (!precision.ok()) {
+    MIRRORED_LOG(ERROR) << precision.status();
+    return ExitCodeFor(precision.status());
   }
+  auto made = device == "gpu" ? model::MakeGpuBackend(0, *precision) : model::MakeCpuBackend(*precision);
+  if (!made.ok()) {
+    MIRRORED_LOG(ERROR) << made.status();
+    return ExitCodeFor(made.status());
+  }
+  std::unique_ptr<model::Backend> backend = std::move(made).value();
   model::SetCpuThreadsForThisThread(threads);
   auto m = model::Model::Create(model_name, std::move(backend), seed);
   if (!m.ok()) {

@@ -3,9 +3,15 @@
 (Adam 1e-3) and thread count, Fashion-MNIST from the same IDX files.
 Prints the same row format as compute_bench.
 
+--precision bf16 is PyTorch's automatic mixed precision as its users run it:
+torch.autocast(dtype=torch.bfloat16) around forward and loss, FP32 master
+weights and optimizer state, no GradScaler (bf16 has FP32's exponent range).
+
   /usr/bin/python3 bench/compute/torch_bench.py --model cnn --batch 64 --seconds 10 --threads 2
+  /usr/bin/python3 bench/compute/torch_bench.py --model cnn --precision bf16
 """
 import argparse
+import contextlib
 import gzip
 import resource
 import struct
@@ -65,6 +71,8 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                   help="bf16: torch.autocast bfloat16 around forward and loss, FP32 weights")
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--epochs", type=int, default=0, help="train this many epochs and print test accuracy")
     p.add_argument("--header", action="store_true")
@@ -81,13 +89,19 @@ def main():
     order = torch.randperm(n, generator=g)
     pos = [0]
 
+    def autocast():
+        if a.precision == "bf16":
+            return torch.autocast(device_type=dev.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
     def step():
         if pos[0] + a.batch > n:
             pos[0] = 0
         idx = order[pos[0]:pos[0] + a.batch]
         pos[0] += a.batch
         xb, yb = x[idx].to(dev), y[idx].to(dev)
-        loss = F.cross_entropy(model(xb), yb, reduction="none").sum() / a.batch
+        with autocast():
+            loss = F.cross_entropy(model(xb), yb, reduction="none").sum() / a.batch
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -99,9 +113,9 @@ def main():
         model.eval()
         tx = torch.from_numpy(read_idx(a.data + "/t10k-images-idx3-ubyte.gz").astype(np.float32) / 255.0).unsqueeze(1)
         ty = torch.from_numpy(read_idx(a.data + "/t10k-labels-idx1-ubyte.gz").astype(np.int64))
-        with torch.no_grad():
+        with torch.no_grad(), autocast():
             acc = (model(tx.to(dev)).argmax(1).cpu() == ty).float().mean().item()
-        print(f"{a.model} epochs={a.epochs} batch={a.batch} test_accuracy={acc:.4f}")
+        print(f"{a.model} epochs={a.epochs} batch={a.batch} precision={a.precision} test_accuracy={acc:.4f}")
         return
     for _ in range(a.warmup):
         step()
