@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "timed duration after warm-up");
   app.add_option("--warmup", warmup, "untimed steps first");
   app.add_option("--device", device, "cpu|gpu");
-  app.add_option("--precision", precision_name, "fp32|bf16 (CPU, GPU), tf32 (GPU); fp16 here has no loss scaling (mirrored-worker has)");
+  app.add_option("--precision", precision_name,
+                 "fp32|bf16 (CPU, GPU), tf32 (GPU); fp16 here has no loss scaling (mirrored-worker has)");
   app.add_option("--data", data_dir, "Fashion-MNIST directory");
   app.add_flag("--header", header, "print the column header first");
   app.add_option("--epochs", epochs, "instead of timing: train this many epochs, print test accuracy");

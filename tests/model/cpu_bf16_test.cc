@@ -5,7 +5,8 @@
 // products really read bf16, and accumulate in FP32) and of the unrounded
 // ones (loose, yet not as close as FP32: they are not FP32); a layer with
 // 3 input channels staying FP32; the zoo's models against FP32 within the
-// GPU test's tolerances; and bf16 runs repeating bit for bit.
+// GPU test's tolerances; bf16 runs repeating bit for bit; and (on every
+// CPU) which oneDNN instruction sets count as bf16.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -80,20 +81,34 @@ constexpr double kNotFp32L2 = 1e-4;
 
 void ExpectBf16Agreement(const LayerResult<float>& got, const LayerResult<double>& rounded,
                          const LayerResult<double>& exact, const std::string& what, bool bias = true) {
-  const std::pair<const char*, std::pair<const std::vector<float>*, std::pair<const std::vector<double>*,
-                                                                              const std::vector<double>*>>>
-      parts[] = {{"y", {&got.y, {&rounded.y, &exact.y}}},
-                 {"dx", {&got.dx, {&rounded.dx, &exact.dx}}},
-                 {"dw", {&got.dw, {&rounded.dw, &exact.dw}}}};
-  for (const auto& [name, p] : parts) {
-    const std::string w = what + " " + name;
-    EXPECT_LE(RelativeL2(*p.first, *p.second.first, w + " vs rounded operands"), kRoundedOperandsL2) << w;
-    const double e = RelativeL2(*p.first, *p.second.second, w + " vs FP32 operands");
+  struct Part {
+    const char* name;
+    const std::vector<float>& got;
+    const std::vector<double>& rounded;
+    const std::vector<double>& exact;
+  };
+  for (const Part& p : {Part{"y", got.y, rounded.y, exact.y}, Part{"dx", got.dx, rounded.dx, exact.dx},
+                        Part{"dw", got.dw, rounded.dw, exact.dw}}) {
+    const std::string w = what + " " + p.name;
+    EXPECT_LE(RelativeL2(p.got, p.rounded, w + " vs rounded operands"), kRoundedOperandsL2) << w;
+    const double e = RelativeL2(p.got, p.exact, w + " vs FP32 operands");
     EXPECT_LE(e, kUnroundedOperandsL2) << w;
     EXPECT_GT(e, kNotFp32L2) << w << ": as close as FP32: the product did not read bf16";
   }
   // The bias gradient sums the FP32 output gradient: rounding plays no part.
   if (bias) EXPECT_LE(RelativeL2(got.db, exact.db, what + " db"), 1e-6) << what;
+}
+
+// Runs on every CPU: which oneDNN instruction sets (dnnl_cpu_isa_t, 2.6)
+// hold bf16 products.
+TEST(DnnlIsaTest, Bf16IsAvx512Bf16OrASupersetOfIt) {
+  EXPECT_TRUE(DnnlIsaHasBf16(0xe7));    // avx512_core_bf16
+  EXPECT_TRUE(DnnlIsaHasBf16(0x3e7));   // avx512_core_amx
+  EXPECT_FALSE(DnnlIsaHasBf16(0x67));   // avx512_core_vnni
+  EXPECT_FALSE(DnnlIsaHasBf16(0x27));   // avx512_core
+  EXPECT_FALSE(DnnlIsaHasBf16(0x407));  // avx2_vnni
+  EXPECT_FALSE(DnnlIsaHasBf16(0x7));    // avx2
+  EXPECT_FALSE(DnnlIsaHasBf16(0x0));
 }
 
 // ---------------------------------------------------------------- dense ----
@@ -233,7 +248,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST_F(CpuBf16Test, AConvolutionOfThreeInputChannelsStaysFp32) {
   for (const ConvSpec& s : {ConvSpec{.in_h = 10, .in_w = 10, .in_c = 3, .out_c = 16, .kernel = 3}.SamePadded(),
                             ConvSpec{.in_h = 6, .in_w = 6, .in_c = 3, .out_c = 8, .kernel = 1}}) {
-    EXPECT_FALSE(ConvComputesInBf16(s));
+    EXPECT_FALSE(ConvComputesIn16Bit(s));
     const int n = 4;
     const std::vector<float> x = Random(size_t(n) * s.in_h * s.in_w * s.in_c, 21),
                              w = Random(size_t(s.kernel) * s.kernel * s.in_c * s.out_c, 22),
@@ -242,6 +257,7 @@ TEST_F(CpuBf16Test, AConvolutionOfThreeInputChannelsStaysFp32) {
     EXPECT_EQ(a.y, f.y) << s.kernel;
     EXPECT_EQ(a.dx, f.dx) << s.kernel;
     EXPECT_EQ(a.dw, f.dw) << s.kernel;
+    EXPECT_EQ(a.db, f.db) << s.kernel;
   }
 }
 

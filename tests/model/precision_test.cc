@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "worker/model/loss_scale.h"
 #include "worker/model/model.h"
@@ -15,6 +18,20 @@ namespace mirrored::model {
 namespace {
 
 bool Has(const Status& s, const std::string& text) { return s.message().find(text) != std::string::npos; }
+
+// Whether /proc/cpuinfo's first "flags" line lists `flag` (the kernel's
+// reading of CPUID and XCR0: a source independent of DetectCpuHalfSupport).
+bool CpuinfoHasFlag(const std::string& flag) {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    for (std::string w; words >> w;)
+      if (w == flag) return true;
+    return false;
+  }
+  return false;
+}
 
 TEST(PrecisionTest, ParsesTheFourNamesAndRefusesOthersNamingTheFlag) {
   for (const char* name : {"fp32", "tf32", "bf16", "fp16"}) {
@@ -37,19 +54,23 @@ TEST(PrecisionTest, TheCpuRefusesWhatItCannotComputeNamingTheInstructionSet) {
   EXPECT_TRUE(Has(tf32, "GPU math mode")) << tf32;
   const Status lacks = CheckCpuPrecision(Precision::kBf16, none);
   EXPECT_EQ(lacks.code(), StatusCode::kInvalidArgument);
-  EXPECT_TRUE(Has(lacks, "needs AVX512_BF16 or AMX-BF16, which this CPU lacks")) << lacks;
+  EXPECT_TRUE(Has(lacks, "needs AVX512_BF16, which this CPU lacks")) << lacks;
   EXPECT_TRUE(Has(lacks, "does not emulate")) << lacks;
-  // Either instruction set computes bf16 (oneDNN's kernels); fp16 never.
-  EXPECT_TRUE(CheckCpuPrecision(Precision::kBf16, amx).ok()) << "amx";
+  // AVX512_BF16 computes bf16 (oneDNN's kernels, with AMX where present);
+  // AMX-BF16 alone does not (oneDNN's AMX kernels need AVX512_BF16); fp16 never.
   EXPECT_TRUE(CheckCpuPrecision(Precision::kBf16, bf16).ok()) << "avx512";
+  EXPECT_TRUE(CheckCpuPrecision(Precision::kBf16, CpuHalfSupport{.avx512_bf16 = true, .amx_bf16 = true}).ok());
+  EXPECT_TRUE(Has(CheckCpuPrecision(Precision::kBf16, amx), "reports AMX-BF16 alone")) << "amx";
   EXPECT_FALSE(CheckCpuPrecision(Precision::kBf16, fp16).ok()) << "AVX512_FP16 alone";
   EXPECT_TRUE(Has(CheckCpuPrecision(Precision::kFp16, none), "lacks AVX512_FP16")) << "fp16";
   const Status fp16_present = CheckCpuPrecision(Precision::kFp16, fp16);
   EXPECT_EQ(fp16_present.code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(Has(fp16_present, "has AVX512_FP16, but")) << fp16_present;
-  // This machine's own answer follows its CPUID.
+  // This machine's own answer agrees with what Linux says of its CPU.
+  EXPECT_EQ(CheckCpuPrecision(Precision::kBf16).ok(), CpuinfoHasFlag("avx512_bf16"));
   const CpuHalfSupport here = DetectCpuHalfSupport();
-  EXPECT_EQ(CheckCpuPrecision(Precision::kBf16).ok(), here.avx512_bf16 || here.amx_bf16);
+  EXPECT_EQ(here.amx_bf16, CpuinfoHasFlag("amx_bf16"));
+  EXPECT_EQ(here.avx512_fp16, CpuinfoHasFlag("avx512_fp16"));
   EXPECT_FALSE(CheckCpuPrecision(Precision::kFp16).ok());
 }
 

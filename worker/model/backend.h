@@ -101,8 +101,16 @@ struct BatchNormSpec {
   float momentum = 0.99f;  // moving = momentum * moving + (1 - momentum) * batch
 };
 
+// Whether a convolution of `spec` computes in 16 bits under --precision
+// bf16 / fp16: input channels a multiple of 8 (tensor cores want 8-channel
+// granules); an image's first layer stays FP32, on either device.
+inline bool ConvComputesIn16Bit(const ConvSpec& spec) { return spec.in_c % 8 == 0; }
+
 // All pointers below are device pointers of the backend that made the kernel;
 // `n` is the batch size of the call (kernels cache per batch size).
+// A training Backward follows the Forward of the same n, x and w (the layer's
+// own Forward of this micro-batch): 16-bit kernels reuse that Forward's
+// 16-bit copies of x and w (the CPU's convert again when x is another).
 class DenseKernel {
  public:
   virtual ~DenseKernel() = default;

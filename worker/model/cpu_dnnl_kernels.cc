@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <sstream>
+#include <string>
 #include <map>
 #include <vector>
 
@@ -61,15 +64,21 @@ class Bf16Copy {
     void* out = Scratch(buf_, bf16.get_size());
     memory a = Mem(f32, ctx, src), b = Mem(bf16, ctx, out);
     reorder_.execute(ctx->stream, a, b);
+    src_ = src;
     return out;
   }
-  // The last copy made.
-  const void* data() const { return buf_.data(); }
+  // The last copy when it was made from `src` in these layouts (Backward
+  // after its Forward), else a new one.
+  const void* Reuse(DnnlContext* ctx, const memory::desc& f32, const memory::desc& bf16, const float* src) {
+    if (src == src_ && bf16 == to_ && f32 == from_) return buf_.data();
+    return From(ctx, f32, bf16, src);
+  }
 
  private:
   memory::desc from_, to_;
   dnnl::reorder reorder_;
   std::vector<float> buf_;
+  const float* src_ = nullptr;
 };
 
 // ---------------------------------------------------------------- dense ----
@@ -92,8 +101,8 @@ class DnnlDense final : public DenseKernel {
 
   void Backward(int n, const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) override {
     Prims& p = Get(n);
-    const void* xp = bf16_ ? x16_.data() : x;
-    const void* wp = bf16_ ? w16_.data() : w;
+    const void* xp = bf16_ ? x16_.Reuse(ctx_, p.x, p.x_in, x) : x;
+    const void* wp = bf16_ ? w16_.Reuse(ctx_, p.w, p.w_in, w) : w;
     const void* dyp = bf16_ ? dy16_.From(ctx_, p.y, p.y_in, dy) : dy;
     if (dx != nullptr) {
       p.bwd_data.execute(ctx_->stream, {{DNNL_ARG_SRC, Mem(p.y_in, ctx_, dyp)},
@@ -154,7 +163,7 @@ class DnnlDense final : public DenseKernel {
 class DnnlConv final : public ConvKernel {
  public:
   DnnlConv(DnnlContext* ctx, const ConvSpec& s, ConvWeightGradient dw)
-      : ctx_(ctx), s_(s), bf16_(ctx->bf16() && ConvComputesInBf16(s)) {
+      : ctx_(ctx), s_(s), bf16_(ctx->bf16() && ConvComputesIn16Bit(s)) {
     const bool gemm = dw == ConvWeightGradient::kIm2colGemm ||
                       (dw == ConvWeightGradient::kFastestMeasured && (s.in_c == 1 || s.bias));
     if (gemm && !bf16_) gemm_dw_ = std::make_unique<Im2colWeightGradient>(s);
@@ -186,7 +195,7 @@ class DnnlConv final : public ConvKernel {
       gemm_dw_->Compute(n, x, dy, dw, db);
       return;
     }
-    BackwardWeights(p, bf16_ ? x16_.data() : x, dyp, dw, db);
+    BackwardWeights(p, bf16_ ? x16_.Reuse(ctx_, p.x, p.x_in, x) : x, dyp, dw, db);
     // bf16: the bias gradient from the FP32 dy, as the dense layer's and the
     // GPU's (oneDNN's would sum the bf16 copy).
     if (bf16_ && s_.bias) SumRows(dy, size_t(n) * s_.out_h() * s_.out_w(), s_.out_c, db);
@@ -292,7 +301,10 @@ class DnnlConv final : public ConvKernel {
 class DnnlPointwiseConv final : public ConvKernel {
  public:
   DnnlPointwiseConv(DnnlContext* ctx, const ConvSpec& s)
-      : s_(s), dense_(ctx, DenseSpec{s.in_c, s.out_c, s.relu}, ctx->bf16() && ConvComputesInBf16(s)), zero_bias_(size_t(s.out_c), 0.f),
+      : s_(s),
+        bf16_(ctx->bf16() && ConvComputesIn16Bit(s)),
+        dense_(ctx, DenseSpec{s.in_c, s.out_c, s.relu}, bf16_),
+        zero_bias_(size_t(s.out_c), 0.f),
         db_scratch_(size_t(s.out_c)) {}
 
   void Forward(int n, const float* x, const float* w, const float* b, float* y) override {
@@ -305,7 +317,9 @@ class DnnlPointwiseConv final : public ConvKernel {
     const bool strided = s_.stride != 1;
     float* dxs = dx;
     if (dx != nullptr && strided) dxs = static_cast<float*>(Scratch(dxs_, size_t(rows) * s_.in_c * sizeof(float)));
-    dense_.Backward(rows, Subsample(n, x), w, dy, dxs, dw, s_.bias ? db : db_scratch_.data());
+    // bf16: Forward's gathered pixels are still in xs_ (its bf16 copy was made from them).
+    const float* xs = bf16_ && strided ? xs_.data() : Subsample(n, x);
+    dense_.Backward(rows, xs, w, dy, dxs, dw, s_.bias ? db : db_scratch_.data());
     if (dx != nullptr && strided) {  // scatter back; pixels the stride skipped get zero gradient
       std::fill(dx, dx + size_t(n) * s_.in_h * s_.in_w * s_.in_c, 0.f);
       ForEachPixel(n, [&](size_t out_pixel, size_t in_pixel) {
@@ -335,6 +349,7 @@ class DnnlPointwiseConv final : public ConvKernel {
   }
 
   ConvSpec s_;
+  bool bf16_;
   DnnlDense dense_;
   std::vector<float> zero_bias_, db_scratch_, xs_, dxs_;
 };
@@ -483,18 +498,28 @@ class DnnlBatchNorm final : public BatchNormKernel {
 
 }  // namespace
 
-bool ConvComputesInBf16(const ConvSpec& spec) { return spec.in_c % 8 == 0; }
+bool DnnlIsaHasBf16(unsigned isa) {
+  const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  return (isa & need) == need;
+}
 
 Status CheckCpuBackendPrecision(Precision precision) {
   MIRRORED_RETURN_IF_ERROR(CheckCpuPrecision(precision));
   if (precision != Precision::kBf16) return OkStatus();
-  const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
   const auto have = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  if ((have & need) == need) return OkStatus();
+  if (DnnlIsaHasBf16(have)) return OkStatus();
+  std::string cap;
+  for (const char* name : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && cap.empty()) cap = std::string(name) + "=" + v + " caps it";
+  }
+  std::ostringstream isa;
+  isa << "0x" << std::hex << have;
   return InvalidArgumentError(
-      "--precision bf16: this CPU has bf16 instructions, but oneDNN's instruction set is capped below "
-      "AVX512_BF16 (ONEDNN_MAX_CPU_ISA or DNNL_MAX_CPU_ISA in the environment?), and mirrored does not emulate "
-      "bf16: unset it, or use --precision fp32");
+      "--precision bf16: this CPU reports AVX512_BF16, but oneDNN's effective instruction set (dnnl_cpu_isa_t " +
+      isa.str() + ") lacks it (" + (cap.empty() ? "the OS may not enable AVX-512 state" : cap) +
+      "), and mirrored does not emulate bf16: " +
+      (cap.empty() ? "use --precision fp32" : "unset it, or use --precision fp32"));
 }
 
 std::unique_ptr<DenseKernel> MakeDnnlDense(DnnlContext* ctx, const DenseSpec& spec) {

@@ -2,8 +2,9 @@
 // (matmul with a fused ReLU post-op), convolution (weights reordered from
 // HWIO to the implementation's preferred layout, bias + ReLU fused),
 // max pooling with its argmax workspace, and batch normalisation.
-// Primitives are created once per batch size and reused.
-// With the context's precision bf16 (--precision bf16, on a CPU with
+// Primitives are created once per batch size and reused (bf16's conversion
+// reorders once per shape in a row; oneDNN's primitive cache serves a shape
+// that comes back). With the context's precision bf16 (--precision bf16, on a CPU with
 // AVX512_BF16 or AMX-BF16), dense and convolution products read bf16 copies
 // of their inputs, weights and output gradients (rounded to nearest even),
 // accumulate in FP32 and write FP32, as the GPU's bf16 products do; every
@@ -11,6 +12,7 @@
 // multiple of 8 (an image's first layer) stays FP32 on both devices.
 //
 //   DnnlContext ctx;   // engine + stream, one per CpuBackend
+//   ctx.precision = Precision::kBf16;   // after CheckCpuBackendPrecision (backend.h)
 //   std::unique_ptr<ConvKernel> k = MakeDnnlConv(&ctx, spec);
 //   k->Forward(n, x, w, b, y);
 #pragma once
@@ -31,10 +33,10 @@ struct DnnlContext {
   bool bf16() const { return precision == Precision::kBf16; }
 };
 
-// Whether a convolution of `spec` computes in bf16 under a bf16 context:
-// input channels a multiple of 8 (the GPU's rule for tensor cores, kept on
-// the CPU so that both devices round the same layers).
-bool ConvComputesInBf16(const ConvSpec& spec);
+// Whether oneDNN instruction set `isa` (a dnnl_cpu_isa_t value, as
+// dnnl::get_effective_cpu_isa() returns it) includes bf16 products:
+// AVX512_BF16 (0xe7) or a superset of it (AMX, 0x3e7).
+bool DnnlIsaHasBf16(unsigned isa);
 
 std::unique_ptr<DenseKernel> MakeDnnlDense(DnnlContext* ctx, const DenseSpec& spec);
 // How a convolution's kernel gradient is computed. kFastestMeasured: im2col
@@ -46,6 +48,7 @@ std::unique_ptr<DenseKernel> MakeDnnlDense(DnnlContext* ctx, const DenseSpec& sp
 // measured 1.02-1.39x there too, bench/RESULTS.md, but was slower before
 // its gather was vectorised, and is not switched without a quiet re-run).
 // The other two force one way (the tests hold the GEMM against the primitive).
+// The GEMM is FP32: a bf16 convolution always takes the primitive.
 enum class ConvWeightGradient { kFastestMeasured, kOneDnn, kIm2colGemm };
 
 std::unique_ptr<ConvKernel> MakeDnnlConv(DnnlContext* ctx, const ConvSpec& spec,

@@ -160,7 +160,7 @@ class CublasDense final : public DenseKernel {
 class CudnnConv final : public ConvKernel {
  public:
   CudnnConv(GpuContext* ctx, const ConvSpec& s)
-      : ctx_(ctx), s_(s), half_(s.in_c % 8 == 0 ? HalfTypeOf(*ctx) : std::nullopt),
+      : ctx_(ctx), s_(s), half_(ConvComputesIn16Bit(s) ? HalfTypeOf(*ctx) : std::nullopt),
         w_kcrs_(half_ ? 0 : size_t(s.kernel) * s.kernel * s.in_c * s.out_c),
         dw_kcrs_(half_ ? 0 : size_t(s.kernel) * s.kernel * s.in_c * s.out_c),
         bias_sums_(s.bias ? gpu::ChannelSumsScratchFloats(s.out_c) : 0) {

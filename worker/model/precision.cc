@@ -48,9 +48,11 @@ Status CheckCpuPrecision(Precision p, const CpuHalfSupport& cpu) {
       return InvalidArgumentError("--precision tf32 is a GPU math mode (TF32 tensor cores) and these replicas run "
                                   "on the CPU, which computes in FP32" + use);
     case Precision::kBf16:
-      if (cpu.avx512_bf16 || cpu.amx_bf16) return OkStatus();  // oneDNN's bf16 products (cpu_dnnl_kernels.h)
-      return InvalidArgumentError("--precision bf16 on the CPU needs AVX512_BF16 or AMX-BF16, which this CPU lacks "
-                                  "(mirrored does not emulate bf16)" + use);
+      // oneDNN's bf16 kernels (cpu_dnnl_kernels.h) all need AVX512_BF16; AMX-BF16 speeds them where present.
+      if (cpu.avx512_bf16) return OkStatus();
+      return InvalidArgumentError(std::string("--precision bf16 on the CPU needs AVX512_BF16, which this CPU lacks") +
+                                  (cpu.amx_bf16 ? " (it reports AMX-BF16 alone)" : "") +
+                                  " (mirrored does not emulate bf16)" + use);
     case Precision::kFp16:
       return InvalidArgumentError(std::string("--precision fp16 on the CPU: ") +
                                   (cpu.avx512_fp16 ? "this CPU has AVX512_FP16, but mirrored's CPU kernels "

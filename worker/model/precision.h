@@ -41,7 +41,8 @@ struct CpuHalfSupport {
 CpuHalfSupport DetectCpuHalfSupport();
 
 // Whether CPU replicas can train in `p`: fp32 always; tf32 never (a GPU
-// math mode); bf16 where the CPU has AVX512_BF16 or AMX-BF16, refused
+// math mode); bf16 where the CPU has AVX512_BF16 (and AMX-BF16, which
+// oneDNN uses where present, never without it), refused
 // rather than emulated elsewhere, naming what this CPU lacks; fp16 never
 // (oneDNN 2.6 has no fp16 CPU kernels), naming whether the CPU has
 // AVX512_FP16. InvalidArgument (exit 2). The CPU backend also checks
