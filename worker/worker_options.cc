@@ -224,7 +224,7 @@ void WorkerOptions::Register(CLI::App& app) {
       ->transform(DecimalInteger<int>());
   app.add_option("--precision", precision,
                  "fp32, tf32 (TF32 tensor cores), bf16 or fp16 (16-bit products, FP32 weights; fp16 with dynamic "
-                 "loss scaling); GPU only except fp32")
+                 "loss scaling); the GPU computes all four, a CPU fp32 and, with AVX512_BF16, bf16")
       ->capture_default_str();
   app.add_option("--initial-loss-scale", initial_loss_scale, "fp16: the dynamic loss scale to start from")
       ->capture_default_str();

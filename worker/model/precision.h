@@ -9,7 +9,8 @@
 //         "mixed_bfloat16"): on tensor cores, or on CPUs with AVX512_BF16 /
 //         AMX-BF16 through oneDNN.
 //   fp16  products in float16, accumulated in FP32, with dynamic loss
-//         scaling (Keras "mixed_float16", loss_scale.h); GPU only.
+//         scaling (Keras "mixed_float16", loss_scale.h); GPU only (oneDNN
+//         2.6 has no fp16 CPU kernels).
 //
 //   MIRRORED_ASSIGN_OR_RETURN(Precision p, ParsePrecision("bf16"));
 //   MIRRORED_RETURN_IF_ERROR(CheckCpuPrecision(p));   // on a CPU replica
