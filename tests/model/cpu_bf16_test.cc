@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <ostream>
 #include <random>
 #include <string>
@@ -18,21 +17,14 @@
 
 #include "tests/model/random_batch.h"
 #include "tests/util/cpu_bf16_test_util.h"
+#include "tests/util/half_rounding.h"
 #include "worker/model/cpu_dnnl_kernels.h"
 #include "worker/model/model.h"
 
 namespace mirrored::model {
 namespace {
 
-// Round to nearest even, as oneDNN's f32 -> bf16 reorder does (finite values).
-float RoundBf16(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  bits += 0x7fff + ((bits >> 16) & 1);
-  bits &= 0xffff0000u;
-  std::memcpy(&v, &bits, 4);
-  return v;
-}
+using testing_util::RoundBf16;
 
 std::vector<float> Rounded(const std::vector<float>& v) {
   std::vector<float> r(v.size());

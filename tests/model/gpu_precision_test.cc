@@ -7,11 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <random>
 
 #include "tests/model/random_batch.h"
 #include "tests/util/gpu_test_util.h"
+#include "tests/util/half_rounding.h"
 #include "worker/model/gpu_half_kernels.h"
 #include "worker/model/loss_scale.h"
 #include "worker/model/model.h"
@@ -33,16 +33,8 @@ double RelativeL2(const std::vector<float>& a, const std::vector<float>& b, cons
   return rel;
 }
 
-// Round to nearest even, as __float2bfloat16_rn / __float2half_rn do.
-float RoundBf16(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  bits += 0x7fff + ((bits >> 16) & 1);
-  bits &= 0xffff0000u;
-  std::memcpy(&v, &bits, 4);
-  return v;
-}
-float RoundFp16(float v) { return float(static_cast<_Float16>(v)); }
+using testing_util::RoundBf16;
+using testing_util::RoundFp16;
 
 class GpuPrecisionTest : public ::testing::Test {
  protected:
