@@ -238,7 +238,9 @@ StatusOr<std::unique_ptr<Backend>> MakeCpuBackend(Precision precision);
 // Whether the CPU backend can compute in `precision` here: CheckCpuPrecision
 // (the CPU's CPUID), then for bf16 oneDNN's effective instruction set, which
 // ONEDNN_MAX_CPU_ISA may cap below AVX512_BF16. InvalidArgument naming what
-// is missing; never a silent reference kernel.
+// is missing, rather than leaving oneDNN to fall back on its reference
+// kernels for want of the instructions (which kernels it picks per shape
+// is oneDNN's: the zoo's are AMX ones, bench/RESULTS.md).
 Status CheckCpuBackendPrecision(Precision precision);
 // The GPU backend on device `ordinal`, its products in `precision`.
 // Unavailable when built without CUDA or when the device does not exist.
