@@ -47,31 +47,32 @@ void SumRows(const float* dy, size_t rows, int channels, float* db) {
   }
 }
 
-// FP32 -> bf16 (round to nearest even) of one tensor, through a cached
-// oneDNN reorder into a buffer that the kernel keeps: Forward's copies of x
-// and w serve its Backward too (a Backward follows the training Forward of
-// the same batch, as on the GPU).
-class Bf16Copy {
+// A tensor in the layout and type a primitive reads: the tensor itself
+// where they are the given ones, else a copy made by a cached oneDNN reorder
+// (a blocked kernel layout; FP32 -> bf16, rounding to nearest even) into a
+// buffer the kernel keeps. Forward's copies serve its Backward (Reuse).
+class ReorderedCopy {
  public:
-  // Converts `src` (described by `f32`) into the layout `bf16` describes,
-  // and returns the copy.
-  const void* From(DnnlContext* ctx, const memory::desc& f32, const memory::desc& bf16, const float* src) {
-    if (!(bf16 == to_) || !(f32 == from_)) {
-      from_ = f32;
-      to_ = bf16;
-      reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(ctx->engine, f32, ctx->engine, bf16));
+  // `src`, described by `from`, as `to` describes it.
+  const void* From(DnnlContext* ctx, const memory::desc& from, const memory::desc& to, const float* src) {
+    if (from == to) return src;
+    if (!(to == to_) || !(from == from_)) {
+      from_ = from;
+      to_ = to;
+      reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(ctx->engine, from, ctx->engine, to));
     }
-    void* out = Scratch(buf_, bf16.get_size());
-    memory a = Mem(f32, ctx, src), b = Mem(bf16, ctx, out);
+    void* out = Scratch(buf_, to.get_size());
+    memory a = Mem(from, ctx, src), b = Mem(to, ctx, out);
     reorder_.execute(ctx->stream, a, b);
     src_ = src;
     return out;
   }
-  // The last copy when it was made from `src` in these layouts (Backward
-  // after its Forward), else a new one.
-  const void* Reuse(DnnlContext* ctx, const memory::desc& f32, const memory::desc& bf16, const float* src) {
-    if (src == src_ && bf16 == to_ && f32 == from_) return buf_.data();
-    return From(ctx, f32, bf16, src);
+  // The same, without converting again when the last copy was made from
+  // `src` in these layouts (Backward after its Forward).
+  const void* Reuse(DnnlContext* ctx, const memory::desc& from, const memory::desc& to, const float* src) {
+    if (from == to) return src;
+    if (src == src_ && to == to_ && from == from_) return buf_.data();
+    return From(ctx, from, to, src);
   }
 
  private:
@@ -90,8 +91,8 @@ class DnnlDense final : public DenseKernel {
 
   void Forward(int n, const float* x, const float* w, const float* b, float* y) override {
     Prims& p = Get(n);
-    const void* xp = bf16_ ? x16_.From(ctx_, p.x, p.x_in, x) : x;
-    const void* wp = bf16_ ? w16_.From(ctx_, p.w, p.w_in, w) : w;
+    const void* xp = x16_.From(ctx_, p.x, p.x_in, x);
+    const void* wp = w16_.From(ctx_, p.w, p.w_in, w);
     p.fwd.execute(ctx_->stream, {{DNNL_ARG_SRC, Mem(p.x_in, ctx_, xp)},
                                  {DNNL_ARG_WEIGHTS, Mem(p.w_in, ctx_, wp)},
                                  {DNNL_ARG_BIAS, Mem(p.b, ctx_, b)},
@@ -101,9 +102,9 @@ class DnnlDense final : public DenseKernel {
 
   void Backward(int n, const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) override {
     Prims& p = Get(n);
-    const void* xp = bf16_ ? x16_.Reuse(ctx_, p.x, p.x_in, x) : x;
-    const void* wp = bf16_ ? w16_.Reuse(ctx_, p.w, p.w_in, w) : w;
-    const void* dyp = bf16_ ? dy16_.From(ctx_, p.y, p.y_in, dy) : dy;
+    const void* xp = x16_.Reuse(ctx_, p.x, p.x_in, x);
+    const void* wp = w16_.Reuse(ctx_, p.w, p.w_in, w);
+    const void* dyp = dy16_.From(ctx_, p.y, p.y_in, dy);
     if (dx != nullptr) {
       p.bwd_data.execute(ctx_->stream, {{DNNL_ARG_SRC, Mem(p.y_in, ctx_, dyp)},
                                         {DNNL_ARG_WEIGHTS, Mem(p.w_t_in, ctx_, wp)},
@@ -152,7 +153,7 @@ class DnnlDense final : public DenseKernel {
   DenseSpec s_;
   bool bf16_;
   std::map<int, Prims> cache_;
-  Bf16Copy x16_, w16_, dy16_;
+  ReorderedCopy x16_, w16_, dy16_;  // bf16 copies (FP32: the tensors themselves)
 };
 
 // ----------------------------------------------------------------- conv ----
@@ -171,8 +172,8 @@ class DnnlConv final : public ConvKernel {
 
   void Forward(int n, const float* x, const float* w, const float* b, float* y) override {
     Prims& p = Get(n);
-    const void* xp = bf16_ ? x16_.From(ctx_, p.x, p.x_in, x) : x;
-    const void* wp = Reorder(p.user_w, p.fwd_pd.weights_desc(), w, fwd_w_);
+    const void* xp = x16_.From(ctx_, p.x, p.x_in, x);
+    const void* wp = fwd_w_.From(ctx_, p.user_w, p.fwd_pd.weights_desc(), w);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, Mem(p.x_in, ctx_, xp)},
                                          {DNNL_ARG_WEIGHTS, Mem(p.fwd_pd.weights_desc(), ctx_, wp)},
                                          {DNNL_ARG_DST, Mem(p.y, ctx_, y)}};
@@ -183,9 +184,9 @@ class DnnlConv final : public ConvKernel {
 
   void Backward(int n, const float* x, const float* w, const float* dy, float* dx, float* dw, float* db) override {
     Prims& p = Get(n);
-    const void* dyp = bf16_ ? dy16_.From(ctx_, p.y, p.y_in, dy) : dy;
+    const void* dyp = dy16_.From(ctx_, p.y, p.y_in, dy);
     if (dx != nullptr) {
-      const void* wp = Reorder(p.user_w, p.bwd_data_pd.weights_desc(), w, bwd_w_);
+      const void* wp = bwd_w_.From(ctx_, p.user_w, p.bwd_data_pd.weights_desc(), w);
       p.bwd_data.execute(ctx_->stream, {{DNNL_ARG_DIFF_DST, Mem(p.y_in, ctx_, dyp)},
                                         {DNNL_ARG_WEIGHTS, Mem(p.bwd_data_pd.weights_desc(), ctx_, wp)},
                                         {DNNL_ARG_DIFF_SRC, Mem(p.x, ctx_, dx)}});
@@ -195,7 +196,7 @@ class DnnlConv final : public ConvKernel {
       gemm_dw_->Compute(n, x, dy, dw, db);
       return;
     }
-    BackwardWeights(p, bf16_ ? x16_.Reuse(ctx_, p.x, p.x_in, x) : x, dyp, dw, db);
+    BackwardWeights(p, x16_.Reuse(ctx_, p.x, p.x_in, x), dyp, dw, db);
     // bf16: the bias gradient from the FP32 dy, as the dense layer's and the
     // GPU's (oneDNN's would sum the bf16 copy).
     if (bf16_ && s_.bias) SumRows(dy, size_t(n) * s_.out_h() * s_.out_w(), s_.out_c, db);
@@ -230,16 +231,6 @@ class DnnlConv final : public ConvKernel {
       dnnl::reorder(src, dst).execute(ctx_->stream, src, dst);
     }
     ctx_->stream.wait();
-  }
-
-  // Returns `w` itself when the implementation takes FP32 HWIO, else a
-  // reordered (and, for bf16, converted) copy.
-  const void* Reorder(const memory::desc& user, const memory::desc& want, const float* w, std::vector<float>& buf) {
-    if (user == want) return w;
-    void* out = Scratch(buf, want.get_size());
-    memory src = Mem(user, ctx_, w), dst = Mem(want, ctx_, out);
-    dnnl::reorder(src, dst).execute(ctx_->stream, src, dst);
-    return out;
   }
 
   Prims& Get(int n) {
@@ -286,8 +277,9 @@ class DnnlConv final : public ConvKernel {
   ConvSpec s_;
   bool bf16_;
   std::map<int, Prims> cache_;
-  std::vector<float> fwd_w_, bwd_w_, dw_scratch_;
-  Bf16Copy x16_, dy16_;
+  std::vector<float> dw_scratch_;
+  ReorderedCopy x16_, dy16_;    // bf16 copies (FP32: the tensors themselves)
+  ReorderedCopy fwd_w_, bwd_w_;  // the kernel in each primitive's layout and type
   std::unique_ptr<Im2colWeightGradient> gemm_dw_;  // null: oneDNN's primitive
 };
 
@@ -302,8 +294,7 @@ class DnnlPointwiseConv final : public ConvKernel {
  public:
   DnnlPointwiseConv(DnnlContext* ctx, const ConvSpec& s)
       : s_(s),
-        bf16_(ctx->bf16() && ConvComputesIn16Bit(s)),
-        dense_(ctx, DenseSpec{s.in_c, s.out_c, s.relu}, bf16_),
+        dense_(ctx, DenseSpec{s.in_c, s.out_c, s.relu}, ctx->bf16() && ConvComputesIn16Bit(s)),
         zero_bias_(size_t(s.out_c), 0.f),
         db_scratch_(size_t(s.out_c)) {}
 
@@ -317,8 +308,8 @@ class DnnlPointwiseConv final : public ConvKernel {
     const bool strided = s_.stride != 1;
     float* dxs = dx;
     if (dx != nullptr && strided) dxs = static_cast<float*>(Scratch(dxs_, size_t(rows) * s_.in_c * sizeof(float)));
-    // bf16: Forward's gathered pixels are still in xs_ (its bf16 copy was made from them).
-    const float* xs = bf16_ && strided ? xs_.data() : Subsample(n, x);
+    // Forward's gathered pixels are still in xs_ (Backward follows its Forward).
+    const float* xs = strided ? xs_.data() : x;
     dense_.Backward(rows, xs, w, dy, dxs, dw, s_.bias ? db : db_scratch_.data());
     if (dx != nullptr && strided) {  // scatter back; pixels the stride skipped get zero gradient
       std::fill(dx, dx + size_t(n) * s_.in_h * s_.in_w * s_.in_c, 0.f);
@@ -349,7 +340,6 @@ class DnnlPointwiseConv final : public ConvKernel {
   }
 
   ConvSpec s_;
-  bool bf16_;
   DnnlDense dense_;
   std::vector<float> zero_bias_, db_scratch_, xs_, dxs_;
 };
