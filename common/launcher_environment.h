@@ -5,7 +5,11 @@
 //   if (LauncherSaysTrainingEnded()) ...                    // an evaluator started again after training
 #pragma once
 
+#include <cstddef>
 #include <optional>
+#include <string_view>
+
+#include "common/status.h"
 
 namespace mirrored {
 
@@ -37,6 +41,18 @@ inline constexpr char kWholeJobSignalledVariable[] = "MIRRORED_WHOLE_JOB_SIGNALL
 // A training task's file descriptor for signs of life to its launcher (a
 // byte every heartbeat round, "S" when heartbeats end): "3".
 inline constexpr char kLivenessFdVariable[] = "MIRRORED_LIVENESS_FD";
+
+// The longest MIRRORED_JOB_TOKEN: it travels as a gRPC header, and gRPC
+// refuses a call whose headers pass 8 KiB together.
+inline constexpr size_t kMaxJobTokenBytes = 4096;
+// A token off loopback shorter than this is easy to guess (a warning).
+inline constexpr size_t kShortJobTokenBytes = 16;
+
+// OK for a token a gRPC header can carry: at most kMaxJobTokenBytes of
+// printable ASCII without spaces (gRPC aborts the process on a newline, a
+// tab or a byte over 0x7E). The error names the variable and the first bad
+// byte's position, never the token itself.
+Status CheckJobToken(std::string_view token);
 
 // MIRRORED_GENERATION: nullopt when this process was not started by
 // mirrored-launch (unset or not a number).

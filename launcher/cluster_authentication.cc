@@ -36,6 +36,14 @@ bool HasClientCertificates(const EnvironmentMap& env, const std::vector<std::str
 
 }  // namespace
 
+std::string FirstTaskOffLoopback(const ClusterConfig& config) {
+  for (const TaskId& task : config.cluster.TrainingTasks()) {
+    const auto address = config.cluster.AddressOf(task);
+    if (address && !IsLoopbackHost(address->host)) return task.ToString() + " at " + address->ToString();
+  }
+  return "";
+}
+
 bool IsLoopbackHost(const std::string& host) {
   if (host == "localhost") return true;
   in_addr v4{};
@@ -50,17 +58,15 @@ Status CheckClusterAuthentication(const ClusterConfig& config, const Environment
                                   std::vector<std::string>* warnings) {
   // The evaluator, and a task without a cluster, join no service.
   if (config.IsEvaluator() || config.is_single_local_task) return OkStatus();
-  if (!Lookup(env, kJobTokenVariable).value_or("").empty() || HasClientCertificates(env, worker_args)) {
-    return OkStatus();
+  const std::string token = Lookup(env, kJobTokenVariable).value_or("");
+  MIRRORED_RETURN_IF_ERROR(CheckJobToken(token));
+  const std::string exposed = FirstTaskOffLoopback(config);
+  if (!token.empty() && token.size() < kShortJobTokenBytes && !exposed.empty()) {
+    warnings->push_back(std::string(kJobTokenVariable) + " is only " + std::to_string(token.size()) +
+                        " characters long and the cluster is reachable off this host (" + exposed +
+                        "): a short token is easy to guess; use 16 random bytes or more (docs/security.md)");
   }
-  std::string exposed;  // the first training task off loopback
-  for (const TaskId& task : config.cluster.TrainingTasks()) {
-    const auto address = config.cluster.AddressOf(task);
-    if (address && !IsLoopbackHost(address->host)) {
-      exposed = task.ToString() + " at " + address->ToString();
-      break;
-    }
-  }
+  if (!token.empty() || HasClientCertificates(env, worker_args)) return OkStatus();
   if (exposed.empty()) {
     warnings->push_back("MIRRORED_JOB_TOKEN is not set: the coordination service serves any process of this host");
     return OkStatus();

@@ -20,11 +20,16 @@ namespace mirrored {
 
 // InvalidArgument saying how to set a token or certificates when a training
 // task's address is not loopback and nothing authenticates the tasks (and
-// not `insecure`). OK otherwise, with what the operator should know in
-// `warnings` (no token on loopback; --insecure off loopback).
+// not `insecure`), or naming MIRRORED_JOB_TOKEN when gRPC cannot carry it
+// (CheckJobToken). OK otherwise, with what the operator should know in
+// `warnings` (no token on loopback; --insecure or a short token off loopback).
 Status CheckClusterAuthentication(const ClusterConfig& config, const EnvironmentMap& env,
                                   const std::vector<std::string>& worker_args, bool insecure,
                                   std::vector<std::string>* warnings);
+
+// "worker:1 at 10.0.0.2:2222": the first training task whose host is not
+// loopback; "" when every one is.
+std::string FirstTaskOffLoopback(const ClusterConfig& config);
 
 // 127.0.0.0/8, ::1, ::ffff:127.x.y.z and "localhost" (not resolved: a name
 // could resolve to anything).

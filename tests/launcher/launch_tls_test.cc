@@ -94,6 +94,12 @@ TEST_F(LaunchTlsTest, ClusterOffLoopbackNeedsATokenOrCertificates) {
   EXPECT_NE(out.find("warning: --insecure"), std::string::npos) << out;
 
   EXPECT_EQ(Run(dry_run, {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=t", kOffLoopback}, &out), 0) << out;
+  EXPECT_NE(out.find("warning: MIRRORED_JOB_TOKEN is only 1 characters long"), std::string::npos) << out;
+  // A token read from a file with its newline: gRPC would abort every task.
+  EXPECT_EQ(Run(dry_run, {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=TOPSECRET0123456789\n", kOffLoopback}, &out), 2)
+      << out;
+  EXPECT_NE(out.find("MIRRORED_JOB_TOKEN holds a newline at byte 20 of 20"), std::string::npos) << out;
+  EXPECT_EQ(out.find("TOPSECRET"), std::string::npos) << out;
   EXPECT_EQ(Run(dry_run,
                 {"PATH=/usr/bin:/bin", "MIRRORED_TLS_CA=/c", "MIRRORED_TLS_CERT=/x", "MIRRORED_TLS_KEY=/k", kOffLoopback},
                 &out),
@@ -114,6 +120,25 @@ TEST_F(LaunchTlsTest, ClusterOffLoopbackNeedsATokenOrCertificates) {
             0)
       << out;
   EXPECT_NE(out.find("warning: MIRRORED_JOB_TOKEN is not set"), std::string::npos) << out;
+}
+
+// gRPC aborts a process whose call carries a newline in a header: each task
+// refuses the token first, at once, chief or not, and never prints it.
+TEST_F(LaunchTlsTest, WorkerWithATokenGrpcCannotCarryExitsTwoAtOnce) {
+  for (const char* index : {"0", "1"}) {
+    std::string out;
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(Run({kWorker, "--model", "mlp", "--registration-timeout", "60"},
+                  {"PATH=/usr/bin:/bin", "MIRRORED_JOB_TOKEN=TOPSECRET0123456789\n",
+                   std::string(R"(TF_CONFIG={"cluster":{"worker":["127.0.0.1:1","127.0.0.1:2"]},"task":{"type":"worker","index":)") +
+                       index + "}}"},
+                  &out),
+              2)
+        << out;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, kQuickCommandTimeout / 2) << out;
+    EXPECT_NE(out.find("MIRRORED_JOB_TOKEN holds a newline at byte 20 of 20"), std::string::npos) << out;
+    EXPECT_EQ(out.find("TOPSECRET"), std::string::npos) << out;
+  }
 }
 
 TEST_F(LaunchTlsTest, WorkerWithABadTlsFileExitsTwoNamingTheFlag) {

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "common/launcher_environment.h"
 #include "common/logging.h"
 #include "worker/coordination/coordination_client.h"
 #include "worker/coordination/coordination_server.h"
@@ -41,6 +42,9 @@ void JoinAttempt::ReportFailure(const ClusterConfig& config, const StrategyOptio
   if (reached_service_) return;
   const auto chief_address = config.cluster.AddressOf(config.cluster.ChiefTask());
   if (!chief_address) return;
+  // A token gRPC cannot carry (this task's own error): no call could carry
+  // it, and no task could present it to a service.
+  if (!CheckJobToken(options.job_token).ok()) return;
   if (config.IsChief()) {
     ServeFailureBeforeJoining(config, options, error, *chief_address, wait);
     return;

@@ -93,6 +93,7 @@ Status MirroredStrategy::Join(const ClusterConfig& config, const StrategyOptions
     MIRRORED_LOG(WARNING) << kJobTokenVariable << " is set but StrategyOptions::job_token is empty: this task "
                           << "presents no token (start from StrategyOptions::FromEnvironment())";
   }
+  MIRRORED_RETURN_IF_ERROR(CheckJobToken(options.job_token));
   options_ = options;
   task_name_ = config.task.ToString();
   InstallTerminateHandler(task_name_);
