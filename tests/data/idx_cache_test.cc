@@ -3,6 +3,7 @@
 // entry, and whatever the cache cannot do falls back to the source.
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -35,7 +36,7 @@ class IdxCacheTest : public ::testing::Test {
            ("mirrored_idx_cache_" + std::to_string(::getpid()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_ / "src");
-    options_ = {.dir = (dir_ / "cache").string(), .lock_timeout = std::chrono::seconds(10), .min_source_bytes = 0};
+    options_ = {.dir = (dir_ / "cache").string(), .lock_timeout = std::chrono::seconds(10), .min_inflated_bytes = 0};
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -207,7 +208,7 @@ TEST_F(IdxCacheTest, UnusableDirectoryFallsBackToTheSource) {
 TEST_F(IdxCacheTest, SmallPlainAndDisabledAreNotCached) {
   auto src = WriteSource("s.gz", Payload(100, 1));
   auto small = options_;
-  small.min_source_bytes = 1 << 20;
+  small.min_inflated_bytes = 1 << 20;
   ASSERT_TRUE(ReadIdxCached(src, small).ok());
   EXPECT_TRUE(CacheFiles().empty());
   ASSERT_TRUE(ReadIdxCached(src, {.dir = ""}).ok());
@@ -217,6 +218,40 @@ TEST_F(IdxCacheTest, SmallPlainAndDisabledAreNotCached) {
   std::ofstream(plain, std::ios::binary).write(reinterpret_cast<const char*>(raw.data()), std::streamsize(raw.size()));
   ASSERT_TRUE(ReadIdxCached(plain, options_).ok());
   EXPECT_TRUE(CacheFiles().empty());
+}
+
+// Whether a source is cached follows its inflated size: 2 MiB of zeros
+// gzip to 2 KiB, and are worth one shared copy per machine.
+TEST_F(IdxCacheTest, ASmallGzipOfALargeSetIsCached) {
+  auto raw = Header(0x801, {2u << 20});
+  raw.resize(raw.size() + (2u << 20), 0);
+  auto src = WriteSource("z.gz", raw);
+  ASSERT_LT(fs::file_size(src), 1u << 20);
+  auto options = options_;
+  options.min_inflated_bytes = 1 << 20;
+  auto r = ReadIdxCached(src, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->region()->mapped());
+  EXPECT_EQ(CacheFiles(".idx").size(), 2u) << "the entry and its lock";
+}
+
+// A FIFO where the entry should be: refused at once (never a blocking open),
+// and the source read instead.
+TEST_F(IdxCacheTest, AFifoAsTheEntryFallsBackToTheSource) {
+  auto raw = Payload(1000, 3);
+  auto src = WriteSource("f.gz", raw);
+  ASSERT_TRUE(ReadIdxCached(src, options_).ok());
+  std::vector<std::string> entries;
+  for (const auto& n : CacheFiles(".idx")) {
+    if (!n.ends_with(".lock")) entries.push_back(n);
+  }
+  ASSERT_EQ(entries.size(), 1u);
+  const fs::path entry = fs::path(options_.dir) / entries[0];
+  fs::remove(entry);
+  ASSERT_EQ(::mkfifo(entry.c_str(), 0644), 0);
+  auto r = ReadIdxCached(src, options_);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Bytes(*r), std::vector<uint8_t>(raw.begin() + 8, raw.end()));
 }
 
 TEST_F(IdxCacheTest, SourceErrorsAreTheSourcesOwn) {
@@ -230,7 +265,9 @@ TEST_F(IdxCacheTest, SourceErrorsAreTheSourcesOwn) {
   auto cut = ReadIdxCached(p, options_);
   EXPECT_EQ(ExitCodeFor(cut.status()), 2);
   EXPECT_NE(cut.status().message().find("cut.gz: gzip stream is truncated"), std::string::npos) << cut.status();
-  EXPECT_EQ(CacheFiles(".idx").size(), 1u);  // the lock file only: nothing was published
+  // Its header and trailer disagree, so it is read from the source
+  // without touching the cache: not even a lock file.
+  EXPECT_EQ(CacheFiles(".idx").size(), 0u);
 }
 
 TEST(IdxCacheDirTest, EnvironmentChoosesTheDirectory) {

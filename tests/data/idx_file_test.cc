@@ -94,6 +94,31 @@ TEST_F(IdxFileTest, CorruptGzipStream) {
   ExpectUsageError(IdxFile::Read(Write("c.gz", gz)).status(), "c.gz", "corrupt gzip");
 }
 
+// A gzip bomb: a header promising 16 values, 64 MiB of zeros after them
+// (64 KiB compressed), and a trailer forged to the promised length, as a
+// stream of 4 GiB + 24 bytes would carry. Read stops one byte past the
+// promise instead of inflating the rest into memory.
+TEST_F(IdxFileTest, GzipInflatingPastItsHeaderIsRefusedAtThePromisedSize) {
+  auto bytes = Header(0x801, {16});
+  bytes.resize(bytes.size() + 16 + (size_t{64} << 20), 0);
+  auto gz = Gzip(bytes);
+  const uint32_t promised = 8 + 16;
+  for (int i = 0; i < 4; ++i) gz[gz.size() - 4 + i] = uint8_t(promised >> (8 * i));
+  const std::string path = Write("bomb.gz", gz);
+  ASSERT_TRUE(IdxFile::ReadHeader(path).ok());  // the header and the trailer agree
+  ExpectUsageError(IdxFile::Read(path).status(), "bomb.gz", "decompresses to more than the 24 bytes its IDX header promises");
+  auto size = IdxFile::DecompressedSize(path);
+  ASSERT_TRUE(size.ok()) << size.status();
+  EXPECT_EQ(*size, promised);
+}
+
+TEST_F(IdxFileTest, SetsOverTheValueCapNameTheCap) {
+  auto bytes = Header(0x803, {1048577, 32, 32});
+  ExpectUsageError(IdxFile::ReadHeader(Write("big", bytes)).status(), "big",
+                   "dimension 2 = 32 makes the set more than 2^30 values");
+  ExpectUsageError(IdxFile::ReadHeader(Write("zero", Header(0x803, {4, 0, 2}))).status(), "zero", "dimension 1 is 0");
+}
+
 TEST_F(IdxFileTest, TrailingBytesAndEmptyFile) {
   auto bytes = Header(0x801, {1});
   bytes.insert(bytes.end(), {1, 2});

@@ -19,7 +19,9 @@ std::shared_ptr<const ByteRegion> ByteRegion::Own(std::vector<uint8_t> bytes) {
 }
 
 StatusOr<std::shared_ptr<const ByteRegion>> ByteRegion::MapFile(const std::string& path, bool populate) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO opens at once (and is refused below) instead of
+  // blocking until a writer comes; regular files ignore it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int err = errno;
     if (err == ENOENT) return NotFoundError(path + ": no such file");

@@ -113,11 +113,17 @@ Status Publish(const std::string& entry, std::span<const uint8_t> bytes) {
 
 // An exclusive flock on `path`, polled until `timeout` (a holder that dies
 // releases it; one that hangs must not hang us). -1 when not granted.
-int LockWithin(const std::string& path, std::chrono::milliseconds timeout) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+int LockWithin(const std::string& path, std::chrono::milliseconds timeout, const std::string& source) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
   if (fd < 0) return -1;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool said = false;
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (!said) {
+      MIRRORED_LOG(INFO) << "waiting up to " << timeout.count() / 1000 << " s for " << path
+                         << ": another process holds it, inflating " << source;
+      said = true;
+    }
     if ((errno != EWOULDBLOCK && errno != EINTR) || std::chrono::steady_clock::now() >= deadline) {
       ::close(fd);
       return -1;
@@ -152,10 +158,15 @@ StatusOr<IdxFile> ReadIdxCached(const std::string& path, const IdxCacheOptions& 
   const std::string& cache_dir = options.dir;
   const auto lock_timeout = options.lock_timeout;
   struct stat st {};
-  // Without a cache, or for a source that is missing (IdxFile::Read names
-  // the problem), small, or not gzipped (nothing to save), read the source.
-  if (cache_dir.empty() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
-      static_cast<size_t>(st.st_size) < options.min_source_bytes || !IsGzipFile(path)) {
+  // Without a cache, or for a source that is missing or damaged
+  // (IdxFile::Read names the problem), not gzipped (nothing to save), or
+  // small once inflated, read the source. The inflated size decides: a
+  // file that compresses well is the one worth inflating once per machine.
+  if (cache_dir.empty() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || !IsGzipFile(path)) {
+    return IdxFile::Read(path, options.accept_float32);
+  }
+  if (auto size = IdxFile::DecompressedSize(path, options.accept_float32);
+      !size.ok() || *size < options.min_inflated_bytes) {
     return IdxFile::Read(path, options.accept_float32);
   }
   const std::string entry = cache_dir + "/" + EntryName(path, st);
@@ -167,7 +178,7 @@ StatusOr<IdxFile> ReadIdxCached(const std::string& path, const IdxCacheOptions& 
     WarnOnce(cache_dir + ": cannot create (" + ec.message() + ")");
     return IdxFile::Read(path, options.accept_float32);
   }
-  const int lock = LockWithin(entry + ".lock", lock_timeout);
+  const int lock = LockWithin(entry + ".lock", lock_timeout, path);
   if (lock < 0) {
     WarnOnce(entry + ".lock: not granted within " + std::to_string(lock_timeout.count()) + " ms");
     return IdxFile::Read(path, options.accept_float32);

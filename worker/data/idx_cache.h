@@ -14,8 +14,8 @@
 // entry. Everything the cache cannot do (directory not writable, disk full,
 // lock not granted in time) falls back to reading the source directly, with
 // one warning: the cache only ever makes loading faster, never fail. Errors
-// are those of IdxFile::Read on the source. Small sources (under
-// min_source_bytes) are read directly: inflating them costs nothing, and
+// are those of IdxFile::Read on the source. Small sources (inflating
+// to under min_inflated_bytes) are read directly: inflating them costs nothing, and
 // they would only fill the directory.
 #pragma once
 
@@ -36,7 +36,7 @@ std::string IdxCacheDir();
 struct IdxCacheOptions {
   std::string dir;                                       // "" = no cache
   std::chrono::milliseconds lock_timeout{60000};         // waiting for another process's inflate
-  size_t min_source_bytes = size_t{1} << 20;             // gzipped sources smaller than this are not cached
+  size_t min_inflated_bytes = size_t{1} << 20;           // gzipped sources inflating to less are not cached
   bool accept_float32 = false;                           // IdxFile::Read's: float32 IDX files too
 };
 

@@ -21,25 +21,30 @@ bool IsGzip(const std::vector<uint8_t>& raw) {
   return raw.size() >= 2 && raw[0] == 0x1f && raw[1] == 0x8b;
 }
 
-StatusOr<std::vector<uint8_t>> Gunzip(const std::string& path, const std::vector<uint8_t>& raw) {
+// Inflates `raw`, which must decompress to exactly `expected` bytes (what
+// its IDX header promises): it stops one byte past that, so that a small
+// file cannot make it inflate gigabytes (a gzip bomb).
+StatusOr<std::vector<uint8_t>> Gunzip(const std::string& path, const std::vector<uint8_t>& raw, size_t expected) {
   z_stream zs;
   std::memset(&zs, 0, sizeof(zs));
   // 16 + MAX_WBITS: expect a gzip header and trailer (CRC-32 and length).
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
     return InternalError(path + ": cannot initialise zlib");
   }
+  const size_t limit = expected + 1;
   std::vector<uint8_t> out;
-  out.resize(raw.size() * 4 + 1024);
+  out.resize(std::min(raw.size() * 4 + 1024, limit));
   zs.next_in = const_cast<Bytef*>(raw.data());
   zs.avail_in = static_cast<uInt>(raw.size());
   int rc = Z_OK;
   while (true) {
     if (zs.total_out == out.size()) {
-      if (out.size() >= kMaxDecompressedBytes) {
+      if (out.size() >= limit) {
         inflateEnd(&zs);
-        return InvalidArgumentError(path + ": decompresses to more than 1 GiB; not an IDX file");
+        return InvalidArgumentError(path + ": decompresses to more than the " + std::to_string(expected) +
+                                    " bytes its IDX header promises (a damaged or hostile file)");
       }
-      out.resize(std::min(out.size() * 2, kMaxDecompressedBytes));
+      out.resize(std::min(out.size() * 2, limit));
     }
     zs.next_out = out.data() + zs.total_out;
     zs.avail_out = static_cast<uInt>(out.size() - zs.total_out);
@@ -106,8 +111,11 @@ StatusOr<std::vector<uint32_t>> ParseHeader(const std::string& name, std::span<c
   *count = 1;
   for (uint32_t d = 0; d < rank; ++d) {
     uint32_t dim = ReadBigEndian32(bytes.data() + 4 + 4 * d);
-    if (dim == 0 || *count > kMaxDecompressedBytes / dim) {
-      return InvalidArgumentError(name + ": bad dimension " + std::to_string(d) + " = " + std::to_string(dim));
+    if (dim == 0) return InvalidArgumentError(name + ": dimension " + std::to_string(d) + " is 0");
+    if (*count > kMaxDecompressedBytes / dim) {
+      return InvalidArgumentError(name + ": dimension " + std::to_string(d) + " = " + std::to_string(dim) +
+                                  " makes the set more than 2^30 values (1 GiB), the most an IDX file may hold "
+                                  "here; store a larger set as .npy files (docs/models-and-data.md)");
     }
     *count *= dim;
     dims.push_back(dim);
@@ -138,9 +146,47 @@ StatusOr<std::streamoff> OpenRegular(const std::string& path, std::ifstream* in)
   return static_cast<std::streamoff>(st.st_size);
 }
 
+// The size an IDX gzip promises once inflated, from the header in its
+// first 20 decompressed bytes; `head` holds the file's first bytes.
+StatusOr<uint64_t> PromisedGzipSize(const std::string& path, std::span<const uint8_t> head, bool accept_float32,
+                                    std::vector<uint32_t>* dims_out) {
+  z_stream zs;
+  std::memset(&zs, 0, sizeof(zs));
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return InternalError(path + ": cannot initialise zlib");
+  uint8_t first[20];
+  zs.next_in = const_cast<Bytef*>(head.data());
+  zs.avail_in = static_cast<uInt>(head.size());
+  zs.next_out = first;
+  zs.avail_out = sizeof(first);
+  int rc = Z_OK;
+  while (zs.avail_out > 0 && rc == Z_OK) rc = inflate(&zs, Z_NO_FLUSH);
+  const size_t got = sizeof(first) - zs.avail_out;
+  const std::string why = zs.msg ? zs.msg : "error " + std::to_string(rc);
+  inflateEnd(&zs);
+  if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
+    return InvalidArgumentError(path + ": corrupt gzip data (" + why + ")");
+  }
+  size_t count = 0;
+  MIRRORED_ASSIGN_OR_RETURN(*dims_out,
+                            ParseHeader(path, std::span<const uint8_t>(first, got), &count, accept_float32));
+  return 4 + 4 * dims_out->size() + count;
+}
+
 }  // namespace
 
 StatusOr<std::vector<uint32_t>> IdxFile::ReadHeader(const std::string& path, bool accept_float32) {
+  std::vector<uint32_t> dims;
+  MIRRORED_RETURN_IF_ERROR(ReadHeaderAndSize(path, accept_float32, &dims).status());
+  return dims;
+}
+
+StatusOr<uint64_t> IdxFile::DecompressedSize(const std::string& path, bool accept_float32) {
+  std::vector<uint32_t> dims;
+  return ReadHeaderAndSize(path, accept_float32, &dims);
+}
+
+StatusOr<uint64_t> IdxFile::ReadHeaderAndSize(const std::string& path, bool accept_float32,
+                                              std::vector<uint32_t>* dims_out) {
   std::ifstream in;
   MIRRORED_ASSIGN_OR_RETURN(const std::streamoff size, OpenRegular(path, &in));
   std::vector<uint8_t> head(static_cast<size_t>(std::min<std::streamoff>(size, 64 * 1024)));
@@ -160,30 +206,14 @@ StatusOr<std::vector<uint32_t>> IdxFile::ReadHeader(const std::string& path, boo
       return InvalidArgumentError(path + ": " + std::to_string(have - count) + " unexpected bytes after the " +
                                   std::to_string(count) + " values");
     }
-    return dims;
+    *dims_out = std::move(dims);
+    return static_cast<uint64_t>(size);
   }
-  // The first 20 decompressed bytes hold any header; the gzip trailer's last
-  // 4 bytes, the decompressed length mod 2^32 (RFC 1952).
-  z_stream zs;
-  std::memset(&zs, 0, sizeof(zs));
-  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return InternalError(path + ": cannot initialise zlib");
-  uint8_t first[20];
-  zs.next_in = head.data();
-  zs.avail_in = static_cast<uInt>(head.size());
-  zs.next_out = first;
-  zs.avail_out = sizeof(first);
-  int rc = Z_OK;
-  while (zs.avail_out > 0 && rc == Z_OK) rc = inflate(&zs, Z_NO_FLUSH);
-  const size_t got = sizeof(first) - zs.avail_out;
-  const std::string why = zs.msg ? zs.msg : "error " + std::to_string(rc);
-  inflateEnd(&zs);
-  if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
-    return InvalidArgumentError(path + ": corrupt gzip data (" + why + ")");
-  }
-  size_t count = 0;
-  MIRRORED_ASSIGN_OR_RETURN(std::vector<uint32_t> dims,
-                            ParseHeader(path, std::span<const uint8_t>(first, got), &count, accept_float32));
-  const uint64_t expected = 4 + 4 * dims.size() + count;
+  // The gzip trailer's last 4 bytes: the decompressed length mod 2^32
+  // (RFC 1952).
+  std::vector<uint32_t> dims;
+  MIRRORED_ASSIGN_OR_RETURN(const uint64_t expected, PromisedGzipSize(path, head, accept_float32, &dims));
+  const size_t count = expected - (4 + 4 * dims.size());
   uint8_t trailer[4] = {0, 0, 0, 0};
   if (size >= 18) {  // the smallest gzip stream: 10 bytes of header, 8 of trailer
     in.clear();
@@ -197,7 +227,8 @@ StatusOr<std::vector<uint32_t>> IdxFile::ReadHeader(const std::string& path, boo
                                 std::to_string(count) + " values (" + std::to_string(expected) +
                                 " bytes), the gzip trailer says " + std::to_string(isize) + " bytes");
   }
-  return dims;
+  *dims_out = std::move(dims);
+  return expected;
 }
 
 StatusOr<IdxFile> IdxFile::Read(const std::string& path, bool accept_float32) {
@@ -220,7 +251,10 @@ StatusOr<IdxFile> IdxFile::Read(const std::string& path, bool accept_float32) {
   }
   if (in.bad() || (size > 0 && in.gcount() != size)) return InvalidArgumentError(path + ": read error");
   if (IsGzip(raw)) {
-    MIRRORED_ASSIGN_OR_RETURN(raw, Gunzip(path, raw));
+    // The header's promise bounds the inflation; zlib checks the trailer.
+    std::vector<uint32_t> dims;
+    MIRRORED_ASSIGN_OR_RETURN(const uint64_t expected, PromisedGzipSize(path, raw, accept_float32, &dims));
+    MIRRORED_ASSIGN_OR_RETURN(raw, Gunzip(path, raw, static_cast<size_t>(expected)));
   }
   return Parse(path, ByteRegion::Own(std::move(raw)), accept_float32);
 }

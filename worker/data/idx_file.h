@@ -37,6 +37,9 @@ class IdxFile {
   // finds a truncated file or trailing bytes. A damaged payload is found only
   // by Read. Errors as Read's, starting with the path.
   static StatusOr<std::vector<uint32_t>> ReadHeader(const std::string& path, bool accept_float32 = false);
+  // ReadHeader's checks; the size of the IDX image its header promises, in
+  // bytes (what a gzipped file inflates to).
+  static StatusOr<uint64_t> DecompressedSize(const std::string& path, bool accept_float32 = false);
 
   // Parses an in-memory, already decompressed IDX image; `name` is used in
   // error messages.
@@ -56,6 +59,9 @@ class IdxFile {
   const std::shared_ptr<const ByteRegion>& region() const { return region_; }
 
  private:
+  static StatusOr<uint64_t> ReadHeaderAndSize(const std::string& path, bool accept_float32,
+                                              std::vector<uint32_t>* dims);
+
   std::string path_;
   std::vector<uint32_t> dims_;
   std::shared_ptr<const ByteRegion> region_;
