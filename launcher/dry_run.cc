@@ -129,6 +129,10 @@ Status CheckWorkerFlags(const TaskLaunch& task, std::string* note) {
   if (exit.exit_code == kExitUsage) {
     return InvalidArgumentError("the workers' flags (after `--`): " + Trimmed(output));
   }
+  if (exit.signal.has_value()) {  // a crash: the job's tasks would crash the same way
+    return InternalError("the workers' flags (after `--`): " + binary + " --check-flags crashed (" + exit.ToString() +
+                         "), and the job's tasks would too: " + Trimmed(output));
+  }
   *note = "not checked: " + binary + " --check-flags ended with " + exit.ToString() + ": " + Trimmed(output);
   return OkStatus();
 }

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_depth.h"
 #include "common/quoted_text.h"
 
 namespace mirrored {
@@ -332,6 +333,9 @@ StatusOr<ClusterConfig> ParseTfConfig(std::string_view text, std::string source)
   if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
     return InvalidArgumentError("not valid JSON: a NUL byte at offset " + std::to_string(nul) + " (" +
                                 LineAndColumn(text, nul + 1) + ")");
+  }
+  if (auto at = JsonNestingPastLimit(text)) {
+    return InvalidArgumentError("not valid TF_CONFIG: it " + JsonTooDeepMessage(*at));
   }
   json doc;
   try {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "common/json_depth.h"
+
 namespace mirrored {
 
 std::string CheckpointsDir(const std::string& run_dir) { return JoinPath(run_dir, "checkpoints"); }
@@ -42,6 +44,7 @@ std::string CheckpointIndex::ToJsonText() const {
 StatusOr<CheckpointIndex> CheckpointIndex::FromJsonText(std::string_view text,
                                                         const std::string& file_name) {
   auto fail = [&](const std::string& what) { return DataLossError(file_name + ": " + what); };
+  if (auto at = JsonNestingPastLimit(text)) return fail(JsonTooDeepMessage(*at));
   nlohmann::json json = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
   if (json.is_discarded() || !json.is_object()) return fail("not a JSON object");
   CheckpointIndex index;

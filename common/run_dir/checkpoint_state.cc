@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "common/crc32c.h"
+#include "common/json_depth.h"
 
 namespace mirrored {
 
@@ -187,6 +188,7 @@ std::string CheckpointState::ToJsonText() const {
 
 StatusOr<CheckpointState> CheckpointState::FromJsonText(std::string_view text,
                                                         const std::string& file_name) {
+  if (auto at = JsonNestingPastLimit(text)) return DataLossError(file_name + ": " + JsonTooDeepMessage(*at));
   nlohmann::json json = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
   if (json.is_discarded()) return DataLossError(file_name + ": not valid JSON");
   if (json.is_object() && json.contains(kStateCrcKey)) {  // absent before 2026-11-27

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/json_depth.h"
+
 namespace mirrored {
 namespace {
 
@@ -170,6 +172,7 @@ Status CheckTensorsTileData(const std::vector<TensorInfo>& tensors, uint64_t dat
 StatusOr<ParsedHeader> ParseHeader(std::string_view prefix, uint64_t file_size,
                                    const std::string& file_name) {
   MIRRORED_ASSIGN_OR_RETURN(std::string_view text, HeaderText(prefix, file_size, file_name));
+  if (auto at = JsonNestingPastLimit(text)) return Corrupt(file_name, "header " + JsonTooDeepMessage(*at));
   nlohmann::json header = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
   if (header.is_discarded() || !header.is_object()) {
     return Corrupt(file_name, "header is not a JSON object");

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_system_full.h"
+#include "common/json_depth.h"
 #include "common/signal_name.h"
 #include "common/status.h"
 #include "common/task_interrupt.h"
@@ -75,6 +76,7 @@ std::optional<std::string> ErrorFileMessage(const std::string& path) {
   std::string text(kMaxErrorFileBytes, '\0');
   in.read(text.data(), kMaxErrorFileBytes);
   text.resize(static_cast<size_t>(in.gcount()));
+  if (JsonNestingPastLimit(text)) return std::nullopt;
   const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object() || !doc.contains("message")) return std::nullopt;
   const nlohmann::json* message = &doc["message"];

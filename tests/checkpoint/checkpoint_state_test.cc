@@ -103,6 +103,13 @@ TEST(CheckpointStateTest, RejectsBadFields) {
   expect_bad([](nlohmann::json& j) { j["files"] = 3; }, "files");
   EXPECT_EQ(CheckpointState::FromJsonText("{\"step\":", "s").status().code(),
             StatusCode::kDataLoss);
+  // A forged model_json 100 000 arrays deep, which nlohmann's recursion
+  // would overflow the stack on, is refused before it is parsed.
+  const std::string deep = "{\"model_json\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  auto refused = CheckpointState::FromJsonText(deep, "ckpt-2/state.json");
+  EXPECT_EQ(refused.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(refused.status().message().find("ckpt-2/state.json: nests more than 512 levels deep"), std::string::npos)
+      << refused.status();
 }
 
 TEST(CheckpointIndexTest, NamesAndJson) {

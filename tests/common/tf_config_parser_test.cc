@@ -144,6 +144,9 @@ struct InvalidCase {
   const char* message;
 };
 
+// 600 nested arrays: nlohmann would recurse once per level.
+const std::string kDeepTfConfig = "{\"task\":" + std::string(600, '[') + std::string(600, ']') + "}";
+
 // Short parameter names in test listings (ctest -N) instead of a byte dump.
 void PrintTo(const InvalidCase& c, std::ostream* os) { *os << c.name; }
 
@@ -364,7 +367,10 @@ INSTANTIATE_TEST_SUITE_P(
                     "']'; expected '[', '{', or a literal"},
         InvalidCase{"TruncatedJson", "{\"cluster\":",
                     "not valid JSON: line 1, column 12: syntax error while parsing value - unexpected "
-                    "end of input; expected '[', '{', or a literal"}),
+                    "end of input; expected '[', '{', or a literal"},
+        InvalidCase{"NestedTooDeep", kDeepTfConfig.c_str(),
+                    "not valid TF_CONFIG: it nests more than 512 levels deep (at byte 519); nothing mirrored reads "
+                    "nests that deep (a damaged or hostile input)"}),
     [](const ::testing::TestParamInfo<InvalidCase>& info) { return std::string(info.param.name); });
 
 TEST(ResolveTfConfigTest, ReadsEnvironmentFileAndJsonFlag) {

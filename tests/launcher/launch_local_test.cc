@@ -372,6 +372,25 @@ TEST_F(LaunchLocalTest, DryRunChecksTheWorkersFlagsWithMirroredWorker) {
   EXPECT_FALSE(fs::exists(script.string() + ".ran")) << out;
 }
 
+// A worker whose --check-flags crashes would crash in the job too: the dry
+// run fails instead of passing it as "not checked". The crashing program is
+// bash under the worker's name (an ELF file), told to SIGSEGV itself.
+TEST_F(LaunchLocalTest, DryRunFailsWhenTheFlagCheckCrashes) {
+  fs::create_directories(dir_ / "crashing");
+  const fs::path worker = dir_ / "crashing" / "mirrored-worker";
+  fs::create_symlink("/bin/bash", worker);
+  auto child = ChildProcess::Spawn({kLauncher, "local", "--run-dir", (dir_ / "run").string(), "--dry-run",
+                                    "--worker-binary", worker.string(), "--", "-c", "kill -SEGV $$"},
+                                   {"PATH=/usr/bin:/bin"});
+  ASSERT_TRUE(child.ok()) << child.status();
+  std::string out;
+  EXPECT_EQ(Finish(*child, &out), 1) << out;
+  EXPECT_NE(out.find("mirrored-launch: error: the workers' flags (after `--`): " + worker.string() +
+                     " --check-flags crashed (signal SIGSEGV (11)), and the job's tasks would too"),
+            std::string::npos)
+      << out;
+}
+
 // Without --run-dir every launch gets a new directory, even launches in the
 // same second: a job never resumes another one's checkpoints by chance.
 TEST_F(LaunchLocalTest, JobsStartedTogetherWithoutRunDirGetDistinctOnes) {

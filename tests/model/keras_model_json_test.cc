@@ -185,6 +185,16 @@ TEST(KerasModelJson, RefusesMalformedJsonNamingTheFile) {
   EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(m.status().message().find("cut.json: not valid JSON"), std::string::npos) << m.status();
 
+  // 100 000 nested objects (600 KB): refused before nlohmann recurses into it.
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += "{\"a\":";
+  deep += "1" + std::string(100000, '}');
+  m = KerasModelJson::Parse(deep, "deep.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(ExitCodeFor(m.status()), 2) << m.status();
+  EXPECT_NE(m.status().message().find("deep.json: nests more than 512 levels deep (at byte 2560)"), std::string::npos)
+      << m.status();
+
   m = KerasModelJson::Parse(R"({"class_name": "Sequential"})", "empty.json");
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("empty.json: not a Keras model"), std::string::npos) << m.status();

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_depth.h"
 #include "common/logging.h"
 
 #include "common/run_dir/checkpoint_index.h"
@@ -15,6 +16,7 @@ StatusOr<EvaluatorLease::State> EvaluatorLease::Read(FileEnv* env, const std::st
     if (text.status().code() == StatusCode::kNotFound) return State{};
     return text.status();
   }
+  if (auto at = JsonNestingPastLimit(*text)) return DataLossError(path + ": " + JsonTooDeepMessage(*at));
   nlohmann::json json = nlohmann::json::parse(*text, nullptr, false);
   if (json.is_discarded() || !json.is_object()) return DataLossError(path + ": not a JSON object");
   State state;

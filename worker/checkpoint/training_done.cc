@@ -3,6 +3,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "common/json_depth.h"
 #include "common/run_dir/checkpoint_index.h"
 
 namespace mirrored {
@@ -34,6 +35,7 @@ StatusOr<std::optional<nlohmann::json>> ReadRecordFile(FileEnv* env, const std::
     if (text.status().code() == StatusCode::kNotFound) return std::optional<nlohmann::json>();
     return text.status();
   }
+  if (auto at = JsonNestingPastLimit(*text)) return DataLossError(path + ": " + JsonTooDeepMessage(*at));
   nlohmann::json json = nlohmann::json::parse(*text, nullptr, false);
   if (json.is_discarded() || !json.is_object()) return DataLossError(path + ": not a " + shape + " object");
   return std::optional<nlohmann::json>(std::move(json));

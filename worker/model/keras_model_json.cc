@@ -4,6 +4,8 @@
 #include <map>
 #include <sstream>
 
+#include "common/json_depth.h"
+
 namespace mirrored::model {
 namespace {
 
@@ -78,6 +80,7 @@ StatusOr<KerasModelJson> KerasModelJson::ReadFile(const std::string& path) {
 }
 
 StatusOr<KerasModelJson> KerasModelJson::Parse(std::string_view text, const std::string& source) {
+  if (auto at = JsonNestingPastLimit(text)) return InvalidArgumentError(source + ": " + JsonTooDeepMessage(*at));
   json parsed = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {
     return InvalidArgumentError(source + ": not valid JSON (write it with model.to_json() in Keras)");

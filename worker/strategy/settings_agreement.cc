@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_depth.h"
+
 namespace mirrored {
 
 std::string SettingsJson(const std::vector<std::pair<std::string, std::string>>& settings) {
@@ -12,6 +14,7 @@ std::string SettingsJson(const std::vector<std::pair<std::string, std::string>>&
 
 std::map<std::string, std::string> ParseSettingsJson(const std::string& text) {
   std::map<std::string, std::string> theirs;
+  if (JsonNestingPastLimit(text)) return theirs;  // not what a peer's SettingsJson writes
   auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_array()) {
     for (const auto& pair : parsed)

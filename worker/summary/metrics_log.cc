@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/file_system_full.h"
+#include "common/json_depth.h"
 #include "common/logging.h"
 
 namespace mirrored {
@@ -92,6 +93,7 @@ struct LineFields {
 
 LineFields Fields(const std::string& line) {
   LineFields f;
+  if (JsonNestingPastLimit(line)) return f;  // not a line mirrored wrote
   auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (!record.is_object()) return f;
   f.object = true;
