@@ -135,7 +135,9 @@ namespace {
 
 // --data, how it is read, and --loss (which decides what its labels are).
 void RegisterDataFlags(CLI::App& app, WorkerOptions& o) {
-  app.add_option("--data", o.data_dir, kDataHelp)->capture_default_str();
+  app.add_option("--data", o.data_dir, kDataHelp)
+      ->capture_default_str()
+      ->check(NonEmptyPath("--data", "give the data's directory or .npz, or leave the flag out for Fashion-MNIST"));
   app.add_option("--tfrecord-image-key", o.tfrecord_image_key,
                  "TFRecord data: the Example feature holding the image (default: image, else image_raw)");
   app.add_option("--tfrecord-label-key", o.tfrecord_label_key, "TFRecord data: the Example feature holding the label")
@@ -198,7 +200,8 @@ void WorkerOptions::Register(CLI::App& app) {
   app.add_option("--model", model, "Model: mlp, cnn or resnet")
       ->capture_default_str()
       ->each([this](const std::string&) { model_given = true; });
-  app.add_option("--model-json", model_json, kModelJsonHelp);
+  app.add_option("--model-json", model_json, kModelJsonHelp)
+      ->check(NonEmptyPath("--model-json", "give the file Keras' model.to_json() wrote, or leave the flag out"));
   RegisterDataFlags(app, *this);
   app.add_option("--epochs", epochs, "Epochs to train")
       ->capture_default_str()

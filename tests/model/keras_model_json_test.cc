@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -206,6 +207,57 @@ TEST(KerasModelJson, RefusesMalformedJsonNamingTheFile) {
   StatusOr<KerasModelJson> missing = KerasModelJson::ReadFile("/nonexistent/model.json");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("/nonexistent/model.json"), std::string::npos);
+}
+
+// The Sequential CNN fixture, changed by `edit` (its "layers" as Keras wrote them).
+StatusOr<KerasModelJson> EditedSequential(const std::function<void(nlohmann::json& layers)>& edit) {
+  nlohmann::json j = nlohmann::json::parse(ReadText(Fixture("keras3_sequential_cnn")));
+  edit(j["config"]["layers"]);
+  return KerasModelJson::Parse(j.dump(), "edited.json");
+}
+
+void ExpectRefused(const StatusOr<KerasModelJson>& m, const std::string& message) {
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(ExitCodeFor(m.status()), 2) << m.status();
+  EXPECT_NE(m.status().message().find("edited.json: " + message), std::string::npos) << m.status();
+}
+
+// Two layers of one name would write one tensor name twice at the first
+// checkpoint, after the training: refused as Keras refuses it, at the start.
+TEST(KerasModelJson, SequentialLayersOfOneNameAreRefused) {
+  ExpectRefused(EditedSequential([](nlohmann::json& l) { l[10]["config"]["name"] = "dense"; }),
+                "layer \"dense\" (Dense): a second layer of that name");
+  ExpectRefused(EditedSequential([](nlohmann::json& l) { l[3]["config"]["name"] = "conv2d"; }),
+                "layer \"conv2d\" (MaxPooling2D): a second layer of that name");
+}
+
+// A 3 KB JSON must not make every replica allocate gigabytes: the model's
+// size is checked before anything is built.
+TEST(KerasModelJson, ModelsPastTheSizeCapsAreRefusedNamingTheLayer) {
+  // 288 inputs x 1 000 000 units, and the convolutions': 289 M parameters.
+  ExpectRefused(EditedSequential([](nlohmann::json& l) { l[9]["config"]["units"] = 1000000; }),
+                "layer \"dense\" (Dense) brings the model to 289005216 parameters, more than the 268435456 "
+                "(2^28, 1 GiB in FP32) mirrored builds");
+  // 30x30 x 100 000 filters: 90 M values for one example.
+  ExpectRefused(EditedSequential([](nlohmann::json& l) { l[2]["config"]["filters"] = 100000; }),
+                "layer \"conv2d\" (Conv2D) brings one example's activations to");
+  EXPECT_TRUE(EditedSequential([](nlohmann::json& l) { l[9]["config"]["units"] = 4096; }).ok());
+}
+
+TEST(KerasModelJson, NamesWithControlBytesOrOfHugeLengthAreRefused) {
+  ExpectRefused(EditedSequential([](nlohmann::json& l) { l[9]["config"]["name"] = "d\x1b[31m\nFAKE: ok"; }),
+                "a layer's \"name\" \"d\\u001b[31m\\nFAKE: ok\" holds a control character");
+  ExpectRefused(EditedSequential([](nlohmann::json& l) { l[9]["config"]["name"] = std::string(100000, 'n'); }),
+                "a layer's \"name\" of 100000 bytes");
+}
+
+TEST(KerasModelJson, ReadFileRefusesFilesThatAreNotRegular) {
+  for (const std::string& path : {std::string("/dev/zero"), std::string(MIRRORED_SOURCE_DIR)}) {
+    StatusOr<KerasModelJson> m = KerasModelJson::ReadFile(path);
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find("--model-json " + path + ": not a regular file"), std::string::npos)
+        << m.status();
+  }
 }
 
 TEST(KerasModelJson, ShapeMismatchNamesBothShapes) {

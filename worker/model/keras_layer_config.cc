@@ -3,10 +3,32 @@
 #include <cctype>
 #include <map>
 
+#include "common/quoted_text.h"
 #include "worker/model/layer_graph.h"
 
 namespace mirrored::model {
 namespace {
+
+// A layer name becomes tensor names, HDF5 attributes (at most 64 KiB) and
+// message text: Keras' own are short identifiers.
+constexpr size_t kMaxLayerNameBytes = 1024;
+
+// OK, or why `text` (a layer's name or class) cannot be one: too long, or
+// holding a control byte that would garble a terminal or forge a log line.
+Status CheckNameText(const std::string& what, const std::string& text) {
+  if (text.size() > kMaxLayerNameBytes) {
+    return InvalidArgumentError("a layer's " + what + " of " + std::to_string(text.size()) + " bytes (" +
+                                QuotedText(text.substr(0, 40)) + "...); mirrored supports up to " +
+                                std::to_string(kMaxLayerNameBytes));
+  }
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      return InvalidArgumentError("a layer's " + what + " " + QuotedText(text) +
+                                  " holds a control character; mirrored supports printable names");
+    }
+  }
+  return OkStatus();
+}
 
 using json = nlohmann::json;
 
@@ -27,7 +49,7 @@ class ConfigReader {
   StatusOr<int> PositiveInt(const std::string& field) const {
     const json* v = Find(field);
     if (v == nullptr || !v->is_number_integer() || v->get<int64_t>() < 1 || v->get<int64_t>() > (1 << 24))
-      return Refuse(field, "is " + Text(v), "a positive integer");
+      return Refuse(field, "is " + Text(v), "a positive integer up to 16777216 (2^24)");
     return int(v->get<int64_t>());
   }
   // An int or a pair [a, a] (Keras' kernel_size, strides, pool_size).
@@ -271,8 +293,10 @@ StatusOr<KerasLayer> ReadKerasLayer(const json& entry) {
   KerasLayer l;
   l.keras_class = entry["class_name"].get<std::string>();
   const json& config = entry["config"];
+  MIRRORED_RETURN_IF_ERROR(CheckNameText("\"class_name\"", l.keras_class));
   l.name = config.value("name", entry.value("name", std::string()));
   if (l.name.empty()) return InvalidArgumentError("a " + l.keras_class + " layer has no \"name\"");
+  MIRRORED_RETURN_IF_ERROR(CheckNameText("\"name\"", l.name));
   auto reader = Readers().find(l.keras_class);
   if (reader == Readers().end()) {
     return InvalidArgumentError("layer \"" + l.name + "\" (" + l.keras_class + ") is not supported; mirrored reads " +

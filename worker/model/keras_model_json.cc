@@ -1,7 +1,10 @@
 #include "worker/model/keras_model_json.h"
 
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "common/json_depth.h"
@@ -71,6 +74,18 @@ Status KerasModelJson::Fail(const std::string& what) const {
 }
 
 StatusOr<KerasModelJson> KerasModelJson::ReadFile(const std::string& path) {
+  // A FIFO would block the open, /dev/zero fill the memory: only a regular
+  // file of a size a model's JSON can have (Keras writes well under 1 MB).
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    return InvalidArgumentError("--model-json " + path + ": not a regular file (a directory, FIFO or device)");
+  }
+  if (const auto bytes = std::filesystem::file_size(path, ec); !ec && bytes > kMaxModelJsonBytes) {
+    return InvalidArgumentError("--model-json " + path + ": " + std::to_string(bytes) + " bytes, more than the " +
+                                std::to_string(kMaxModelJsonBytes >> 20) +
+                                " MiB a model's JSON may have (Keras' model.to_json() writes kilobytes)");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError("--model-json " + path + ": cannot be read (no such file, or no permission)");
   std::ostringstream text;
@@ -135,9 +150,12 @@ StatusOr<KerasLayer> KerasModelJson::ReadLayer(const json& entry) const {
 
 Status KerasModelJson::ReadSequential(const json& entries) {
   int previous = LayerGraph::kGraphInput;
+  std::set<std::string> names;  // Keras names each layer once; tensors are named after them
   for (size_t i = 0; i < entries.size(); ++i) {
     StatusOr<KerasLayer> l = ReadLayer(entries[i]);
     if (!l.ok()) return l.status();
+    if (!names.insert(l->name).second)
+      return Fail("layer \"" + l->name + "\" (" + l->keras_class + "): a second layer of that name");
     const bool last = i + 1 == entries.size();
     if (l->role == KerasLayer::Role::kInput) {
       if (i != 0) return Fail("layer \"" + l->name + "\" (InputLayer) is not the first layer");
@@ -206,11 +224,58 @@ Status KerasModelJson::ReadFunctional(const json& config) {
   return OkStatus();
 }
 
+namespace {
+
+// The largest model mirrored builds, checked before anything is allocated
+// (a 3 KB JSON can ask for terabytes): 2^28 parameters, 1 GiB of FP32
+// weights, which every replica holds with their gradients and optimizer
+// slots; and 2^26 activation values per example over all the layers
+// (256 MiB in FP32, times the batch).
+constexpr double kMaxModelParameters = double(uint64_t{1} << 28);
+constexpr double kMaxActivationValuesPerExample = double(uint64_t{1} << 26);
+
+// A layer's trainable parameters and statistics for an input of shape `in`
+// (doubles: a hostile shape must not overflow the count).
+double Parameters(const LayerSpec& s, Shape3 in) {
+  const double bias = s.bias ? s.units : 0;
+  switch (s.kind) {
+    case LayerKind::kDense: return double(in.h) * in.w * in.c * s.units + bias;
+    case LayerKind::kConv2D: return double(s.kernel) * s.kernel * in.c * s.units + bias;
+    case LayerKind::kBatchNorm: return 4.0 * in.c;  // gamma, beta, moving mean and variance
+    default: return 0;
+  }
+}
+
+std::string Count(double n) {
+  char text[32];
+  std::snprintf(text, sizeof text, n < 1e18 ? "%.0f" : "%.3g", n);
+  return text;
+}
+
+}  // namespace
+
+Status KerasModelJson::CheckSize(const LayerSpec& s, Shape3 in, Shape3 out, double* parameters,
+                                 double* values) const {
+  *parameters += Parameters(s, in);
+  *values += double(out.h) * out.w * out.c;
+  const std::string where = "layer \"" + s.name + "\" (" + s.keras_class + ")";
+  if (*parameters > kMaxModelParameters) {
+    return Fail(where + " brings the model to " + Count(*parameters) + " parameters, more than the " +
+                Count(kMaxModelParameters) + " (2^28, 1 GiB in FP32) mirrored builds");
+  }
+  if (*values > kMaxActivationValuesPerExample) {
+    return Fail(where + " brings one example's activations to " + Count(*values) + " values, more than the " +
+                Count(kMaxActivationValuesPerExample) + " (2^26) mirrored builds");
+  }
+  return OkStatus();
+}
+
 Status KerasModelJson::InferShapes() {
   if (!has_input_) return Fail("no input shape: give the model an Input (keras.Input(shape=...)) before saving it");
   if (layers_.empty()) return Fail("the model has no layers mirrored computes");
   std::vector<Shape3> out(layers_.size());
   std::vector<int> consumers(layers_.size(), 0);
+  double parameters = 0, values = 0;
   for (size_t i = 0; i < layers_.size(); ++i) {
     const LayerSpec& s = layers_[i];
     auto shape_of = [&](int in) { return in == LayerGraph::kGraphInput ? input_ : out[size_t(in)]; };
@@ -223,6 +288,7 @@ Status KerasModelJson::InferShapes() {
     StatusOr<Shape3> shape = s.OutputShape(shape_of(s.inputs[0]));
     if (!shape.ok()) return Fail("layer \"" + s.name + "\" (" + s.keras_class + "): " + shape.status().message());
     out[i] = *shape;
+    MIRRORED_RETURN_IF_ERROR(CheckSize(s, shape_of(s.inputs[0]), out[i], &parameters, &values));
   }
   for (size_t i = 0; i + 1 < layers_.size(); ++i)
     if (consumers[i] == 0) return Fail("layer \"" + layers_[i].name + "\": its output reaches no output of the model");

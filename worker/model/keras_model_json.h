@@ -12,6 +12,7 @@
 //   std::unique_ptr<LayerGraph> graph = m->BuildGraph();
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -25,6 +26,10 @@
 #include "worker/model/layer_spec.h"
 
 namespace mirrored::model {
+
+// The largest --model-json file read (Keras writes kilobytes; a hostile
+// /dev/zero-like file must not fill the memory).
+inline constexpr uintmax_t kMaxModelJsonBytes = uintmax_t{64} << 20;
 
 class KerasModelJson {
  public:
@@ -57,6 +62,9 @@ class KerasModelJson {
   KerasModelJson() = default;
   static StatusOr<KerasModelJson> Read(const nlohmann::json& json, const std::string& source,
                                        const std::map<std::string, std::string>& tensor_prefix);
+  // Adds layer `s` (input `in`, output `out`) to the model's parameter and
+  // per-example activation counts; InvalidArgument naming it past the caps.
+  Status CheckSize(const LayerSpec& s, Shape3 in, Shape3 out, double* parameters, double* values) const;
   // One entry of "layers" (errors naming the file), its tensors named by tensor_prefix_.
   StatusOr<KerasLayer> ReadLayer(const nlohmann::json& entry) const;
   Status ReadSequential(const nlohmann::json& layers);
