@@ -178,6 +178,21 @@ TEST(ExportKerasTest, RefusesToReplaceADirectoryOfOtherFiles) {
   EXPECT_EQ(ReadDir(dir), (std::map<std::string, std::string>{{"notes.txt", "mine"}}));
 }
 
+// A directory under an export file's name is the user's: replacing the
+// export directory whole would delete what it holds.
+TEST(ExportKerasTest, RefusesADirectoryUnderAnExportFilesName) {
+  const std::string dir = TempDir();
+  fs::create_directories(dir + "/model.json/sub");
+  WriteText(dir + "/model.json/precious.txt", "mine");
+  const model::ModelChoice cnn = model::ModelChoice::Zoo("cnn");
+  auto model = Create(cnn, {10, 10, 1}, 3, 5);
+  StatusOr<KerasExport> e = ExportKeras(FileEnv::Default(), cnn, *model, dir);
+  ASSERT_EQ(e.status().code(), StatusCode::kInvalidArgument) << e.status();
+  EXPECT_NE(e.status().message().find("holds a directory \"model.json\""), std::string::npos) << e.status();
+  EXPECT_TRUE(fs::exists(dir + "/model.json/precious.txt"));
+  EXPECT_TRUE(fs::is_directory(dir + "/model.json/sub"));
+}
+
 // Whichever file operation fails, or "crashes" (what was not fsynced is
 // then lost), RUN_DIR/export holds the previous pair or the new pair:
 // never a new model.json beside old weights, nor one file alone.

@@ -40,6 +40,13 @@ Status CheckReplaceable(FileEnv* env, const std::string& export_dir) {
       return InvalidArgumentError("export directory " + export_dir + " holds \"" + e + "\", which is not an export's " +
                                   "file; the export replaces the directory whole: give a new or empty one");
     }
+    // An export's files are regular files: a directory of one's name is a
+    // user's, and replacing the export directory would delete it whole.
+    if (env->ListDir(JoinPath(export_dir, e)).ok()) {
+      return InvalidArgumentError("export directory " + export_dir + " holds a directory \"" + e +
+                                  "\", not an export's file; the export replaces the directory whole: give a new "
+                                  "or empty one");
+    }
   }
   return OkStatus();
 }
