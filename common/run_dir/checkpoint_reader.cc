@@ -125,15 +125,17 @@ void CheckpointReader::CrossCheckIndex(int64_t chosen_step) {
   }
 }
 
-StatusOr<LoadedCheckpoint> CheckpointReader::LoadLatest(bool start_over_if_all_damaged) {
+StatusOr<LoadedCheckpoint> CheckpointReader::LoadLatest(IfAllDamaged if_all_damaged) {
   MIRRORED_ASSIGN_OR_RETURN(std::vector<int64_t> steps, ListCheckpointSteps());
   if (steps.empty()) return NotFoundError("no checkpoint in " + CheckpointsDir(run_dir_));
+  Status latest_problem;
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
     StatusOr<LoadedCheckpoint> loaded = Load(*it);
     if (loaded.ok()) {
       CrossCheckIndex(*it);
       return loaded;
     }
+    if (latest_problem.ok()) latest_problem = loaded.status();
     MIRRORED_LOG(WARNING) << "skipping checkpoint " << CheckpointDirName(*it) << " in "
                           << CheckpointsDir(run_dir_) << ": " << loaded.status()
                           << (it + 1 != steps.rend() ? "; trying the previous one" : "");
@@ -141,9 +143,15 @@ StatusOr<LoadedCheckpoint> CheckpointReader::LoadLatest(bool start_over_if_all_d
   std::string names;
   for (int64_t step : steps) names += (names.empty() ? "" : ", ") + CheckpointDirName(step);
   const std::string what = "every checkpoint in " + CheckpointsDir(run_dir_) + " is damaged (" + names + ")";
-  if (start_over_if_all_damaged) {
-    MIRRORED_LOG(WARNING) << what << "; --restart-from-scratch: training from step 0, replacing them";
-    return NotFoundError(what);
+  switch (if_all_damaged) {
+    case IfAllDamaged::kStartOver:
+      MIRRORED_LOG(WARNING) << what << "; --restart-from-scratch: training from step 0, replacing them";
+      return NotFoundError(what);
+    case IfAllDamaged::kReport:
+      return InvalidArgumentError(what + "; the latest, " + CheckpointDirName(steps.back()) + ": " +
+                                  latest_problem.message());
+    case IfAllDamaged::kRefuse:
+      break;
   }
   return InvalidArgumentError(what + ": not starting over, which would replace them (a failing disk or network "
                               "file system can make them unreadable for a while); check them, or pass "

@@ -58,9 +58,13 @@ class CheckpointReader {
   // checkpoint. When there are some but none loads (a disk or a network
   // file system failing, not a fresh run): InvalidArgument naming them, so
   // the job stops instead of training from step 0 over them, unless
-  // `start_over_if_all_damaged` (--restart-from-scratch), which says so and
-  // returns NotFound.
-  StatusOr<LoadedCheckpoint> LoadLatest(bool start_over_if_all_damaged = false);
+  // kStartOver (--restart-from-scratch), which says so and returns NotFound.
+  enum class IfAllDamaged {
+    kRefuse,     // InvalidArgument, pointing at --restart-from-scratch (a training job)
+    kStartOver,  // a WARNING, then NotFound
+    kReport,     // InvalidArgument naming the latest's problem (--export: nothing to start over)
+  };
+  StatusOr<LoadedCheckpoint> LoadLatest(IfAllDamaged if_all_damaged = IfAllDamaged::kRefuse);
   // A checkpoint ListComplete passed over: why, and its state.json when
   // that could be read.
   struct Skipped {

@@ -356,7 +356,15 @@ TEST(CheckpointReaderTest, EveryCheckpointDamagedIsAnErrorNamingThemUnlessStarti
   EXPECT_NE(refused.status().message().find("is damaged (ckpt-10, ckpt-20): not starting over"), std::string::npos)
       << refused.status();
   EXPECT_NE(refused.status().message().find("--restart-from-scratch"), std::string::npos);
-  EXPECT_EQ(reader.LoadLatest(/*start_over_if_all_damaged=*/true).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(reader.LoadLatest(CheckpointReader::IfAllDamaged::kStartOver).status().code(), StatusCode::kNotFound);
+  // An export has nothing to start over: it says what is wrong with the latest.
+  const auto reported = reader.LoadLatest(CheckpointReader::IfAllDamaged::kReport);
+  EXPECT_EQ(reported.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(reported.status().message().find("is damaged (ckpt-10, ckpt-20); the latest, ckpt-20: "),
+            std::string::npos)
+      << reported.status();
+  EXPECT_NE(reported.status().message().find("ckpt-20/model.safetensors"), std::string::npos) << reported.status();
+  EXPECT_EQ(reported.status().message().find("--restart-from-scratch"), std::string::npos) << reported.status();
   ScratchDir empty;
   EXPECT_EQ(CheckpointReader(FileEnv::Default(), empty.path()).LoadLatest().status().code(), StatusCode::kNotFound);
 }

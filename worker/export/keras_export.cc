@@ -171,7 +171,7 @@ StatusOr<LoadedCheckpoint> LoadForExport(FileEnv* env, const std::string& path, 
   StatusOr<LoadedCheckpoint> loaded = NotFoundError("");
   if (run_dir) {
     *default_export_dir = JoinPath(path, kExportDirName);
-    loaded = reader.LoadLatest();
+    loaded = reader.LoadLatest(CheckpointReader::IfAllDamaged::kReport);
   } else {
     const std::optional<int64_t> step = ParseCheckpointDirName(BaseName(path));
     if (!step) {

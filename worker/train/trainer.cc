@@ -139,7 +139,8 @@ Status Trainer::ClaimRunDir() {
 
 Status Trainer::FindResumePoint() {
   CheckpointReader reader(FileEnv::Default(), options_.checkpoints.run_dir);
-  auto latest = reader.LoadLatest(/*start_over_if_all_damaged=*/options_.checkpoints.restart_from_scratch);
+  auto latest = reader.LoadLatest(options_.checkpoints.restart_from_scratch ? CheckpointReader::IfAllDamaged::kStartOver
+                                                                          : CheckpointReader::IfAllDamaged::kRefuse);
   if (!latest.ok()) return latest.status().code() == StatusCode::kNotFound ? OkStatus() : latest.status();
   MIRRORED_RETURN_IF_ERROR(CheckResumable(latest->info));
   MIRRORED_RETURN_IF_ERROR(CheckFitsData(*latest));
