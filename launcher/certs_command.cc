@@ -10,6 +10,7 @@
 #include <set>
 
 #include "common/decimal_integer.h"
+#include "common/flag_checks.h"
 #include "common/launcher_environment.h"
 #include "launcher/tls/certificate_authority.h"
 #include "launcher/tls/tls_file_set.h"
@@ -43,18 +44,21 @@ std::vector<std::string> Split(const std::string& text, char separator) {
 }
 
 // DIR made (mode 0700) unless it exists; refused when it holds a CA already:
-// a new one would invalidate every host's files.
+// a new one would invalidate every host's files. An existing directory
+// keeps its mode (a shared one must not lose others' access): what certs
+// writes into it is 0600 and 0700 itself.
 Status PrepareDirectory(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return InvalidArgumentError("cannot create " + dir + ": " + std::strerror(errno));
-  }
+  const bool made = ::mkdir(dir.c_str(), 0700) == 0;
+  if (!made && errno != EEXIST) return InvalidArgumentError("cannot create " + dir + ": " + std::strerror(errno));
   if (!std::filesystem::is_directory(dir)) return InvalidArgumentError(dir + " is not a directory");
   if (std::filesystem::exists(dir + "/ca.pem")) {
     return InvalidArgumentError(dir + "/ca.pem exists: certs makes a new CA, which would invalidate the files "
                                 "of every host made with the old one; remove " + dir + " first, or choose another "
                                 "directory");
   }
-  if (::chmod(dir.c_str(), 0700) != 0) return InvalidArgumentError("cannot restrict " + dir + ": " + std::strerror(errno));
+  if (made && ::chmod(dir.c_str(), 0700) != 0) {  // whatever the umask took away
+    return InvalidArgumentError("cannot restrict " + dir + ": " + std::strerror(errno));
+  }
   return OkStatus();
 }
 
@@ -73,7 +77,8 @@ void CertsCommand::Register(CLI::App& app) {
   subcommand_ = app.add_subcommand(
       "certs", "Write a CA and a TLS certificate per host for a cluster's coordination service (docs/security.md)");
   subcommand_->add_option("dir", dir_, "Directory to write into: DIR/ca.pem and DIR/<host>/{ca,cert,key}.pem")
-      ->required();
+      ->required()
+      ->check(NonEmptyPath("dir", "give the directory to write the CA and the hosts' files into"));
   subcommand_->add_option("--hosts", hosts_,
                           "The cluster's hosts as TF_CONFIG names them, comma-separated; more names of one host "
                           "after '+' (node1+10.0.0.1)")
@@ -108,17 +113,26 @@ int CertsCommand::Run(std::ostream& out, std::ostream& err) {
   }
   auto hosts = ParseHosts(hosts_);
   if (!hosts.ok()) return fail(hosts.status());
-  const std::string dir = std::filesystem::absolute(dir_).lexically_normal().string();
-  if (Status s = PrepareDirectory(dir); !s.ok()) return fail(s);
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(dir_, ec);
+  if (ec) return fail(InvalidArgumentError("dir \"" + dir_ + "\": " + ec.message()));
+  const std::string dir = absolute.lexically_normal().string();
+  // Every certificate is made before anything is written: a name OpenSSL
+  // refuses must not leave a ca.pem that blocks the next try.
   const std::chrono::hours validity(24 * days_);
   auto ca = CertificateAuthority::Create("mirrored cluster CA", validity);
   if (!ca.ok()) return fail(ca.status());
+  std::vector<IssuedCertificate> issued;
+  for (const std::vector<std::string>& names : *hosts) {
+    auto one = ca->Issue(names, validity);
+    if (!one.ok()) return fail(one.status());
+    issued.push_back(std::move(*one));
+  }
+  if (Status s = PrepareDirectory(dir); !s.ok()) return fail(s);
   if (Status s = WritePrivateFile(dir + "/ca.pem", ca->certificate_pem()); !s.ok()) return fail(s);
   std::vector<TlsFileSet> written;
-  for (const std::vector<std::string>& names : *hosts) {
-    auto issued = ca->Issue(names, validity);
-    if (!issued.ok()) return fail(issued.status());
-    auto files = WriteTlsFiles(dir + "/" + names.front(), ca->certificate_pem(), *issued);
+  for (size_t i = 0; i < hosts->size(); ++i) {
+    auto files = WriteTlsFiles(dir + "/" + (*hosts)[i].front(), ca->certificate_pem(), issued[i]);
     if (!files.ok()) return fail(files.status());
     written.push_back(*files);
   }

@@ -9,6 +9,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <algorithm>
 #include <cctype>
 
 namespace mirrored {
@@ -69,9 +70,17 @@ Status AddExtension(X509* cert, X509* issuer, int nid, const std::string& value)
   return OkStatus();
 }
 
-// A certificate for `key` named `common_name`, valid for `validity`, with a
+constexpr size_t kMaxCommonNameBytes = 64;
+// DNS caps a label (the part between dots) at 63 bytes (RFC 1035).
+constexpr size_t kMaxHostLabelBytes = 63;
+
+// A certificate for `key` named `name`, valid for `validity`, with a
 // random serial; issuer and extensions are the caller's.
-StatusOr<X509*> NewCertificate(EVP_PKEY* key, const std::string& common_name, std::chrono::hours validity) {
+StatusOr<X509*> NewCertificate(EVP_PKEY* key, const std::string& name, std::chrono::hours validity) {
+  // X.509 caps a common name at 64 characters (RFC 5280's ub-common-name);
+  // a host name may have 253. The CN only labels the certificate: peers
+  // check the names in subjectAltName, which hold them whole.
+  const std::string common_name = name.substr(0, kMaxCommonNameBytes);
   X509* cert = X509_new();
   std::unique_ptr<BIGNUM, BignumFree> serial(BN_new());
   const long not_after = static_cast<long>(std::chrono::seconds(validity).count());
@@ -130,7 +139,18 @@ Status CheckCertificateHost(const std::string& host) {
   if (IsIpAddress(host)) return OkStatus();
   bool ok = !host.empty() && host.size() <= 253 && host.front() != '.' && host.front() != '-';
   for (char c : host) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_');
-  if (ok) return OkStatus();
+  if (ok) {
+    for (size_t start = 0; start <= host.size();) {
+      const size_t dot = std::min(host.find('.', start), host.size());
+      if (dot - start > kMaxHostLabelBytes) {
+        return InvalidArgumentError("\"" + host + "\" has a part of " + std::to_string(dot - start) +
+                                    " characters between dots (\"" + host.substr(start, dot - start) +
+                                    "\"); DNS allows at most " + std::to_string(kMaxHostLabelBytes));
+      }
+      start = dot + 1;
+    }
+    return OkStatus();
+  }
   std::string shown;
   for (char c : host) shown += std::isprint(static_cast<unsigned char>(c)) ? std::string(1, c) : "?";
   return InvalidArgumentError("\"" + shown + "\" is neither a host name nor an IP address (a certificate names "

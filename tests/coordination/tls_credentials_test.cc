@@ -4,6 +4,7 @@
 #include "worker/coordination/tls_credentials.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -74,7 +75,13 @@ TEST_F(TlsCredentialsTest, MissingFileNamesTheFlagAndVariable) {
   EXPECT_NE(message.find("No such file"), std::string::npos) << message;
   files = Files(mine_);
   files.key_file = "/dev/zero";
-  EXPECT_NE(Error(files).find("--tls-key (MIRRORED_TLS_KEY) /dev/zero: larger than 1 MiB"), std::string::npos);
+  EXPECT_NE(Error(files).find("--tls-key (MIRRORED_TLS_KEY) /dev/zero: not a regular file"), std::string::npos);
+  // A FIFO with no writer would block the open for ever.
+  files = Files(mine_);
+  files.ca_file = dir_ + "/fifo.pem";
+  ASSERT_EQ(::mkfifo(files.ca_file.c_str(), 0600), 0);
+  EXPECT_NE(Error(files).find("--tls-ca (MIRRORED_TLS_CA) " + files.ca_file + ": not a regular file"),
+            std::string::npos);
 }
 
 TEST_F(TlsCredentialsTest, IncompleteSettingsAreRefused) {

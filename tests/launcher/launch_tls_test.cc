@@ -79,6 +79,38 @@ TEST_F(LaunchTlsTest, CertsWritesFilesATaskLoads) {
   EXPECT_NE(out.find("\"a b\" is neither a host name nor an IP address"), std::string::npos) << out;
 }
 
+// A valid host name longer than a common name's 64 characters (a
+// Kubernetes pod's FQDN) gets a certificate naming it whole in its SAN;
+// names DNS refuses and an empty directory are refused before anything is
+// written, and an existing directory keeps its mode.
+TEST_F(LaunchTlsTest, CertsTakesLongNamesAndWritesNothingWhenItRefuses) {
+  std::string long_name;
+  for (int i = 0; i < 21; ++i) long_name += "ab.";
+  long_name += "abc";  // 66 characters
+  const fs::path certs = dir_ / "long";
+  std::string out;
+  ASSERT_EQ(Run({kLauncher, "certs", certs.string(), "--hosts", long_name}, {}, &out), 0) << out;
+  const fs::path d = certs / long_name;
+  auto tls = coordination::TlsCredentials::Load(
+      {.ca_file = (d / "ca.pem").string(), .cert_file = (d / "cert.pem").string(), .key_file = (d / "key.pem").string()});
+  EXPECT_TRUE(tls.ok()) << tls.status();
+
+  const fs::path refused = dir_ / "refused";
+  EXPECT_EQ(Run({kLauncher, "certs", refused.string(), "--hosts", "h1," + std::string(64, 'a') + ".b"}, {}, &out), 2)
+      << out;
+  EXPECT_NE(out.find("has a part of 64 characters between dots"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(refused));
+  EXPECT_EQ(Run({kLauncher, "certs", "", "--hosts", "h1"}, {}, &out), 2) << out;
+  EXPECT_NE(out.find("dir is empty"), std::string::npos) << out;
+
+  const fs::path shared = dir_ / "shared";
+  fs::create_directory(shared);
+  fs::permissions(shared, fs::perms(0755));
+  ASSERT_EQ(Run({kLauncher, "certs", shared.string(), "--hosts", "h1"}, {}, &out), 0) << out;
+  EXPECT_EQ(Mode(shared), 0755);
+  EXPECT_EQ(Mode(shared / "h1"), 0700);
+}
+
 TEST_F(LaunchTlsTest, ClusterOffLoopbackNeedsATokenOrCertificates) {
   const std::vector<std::string> dry_run = {kLauncher, "cluster", "--run-dir", (dir_ / "run").string(), "--dry-run",
                                             "--worker-binary", kFakeWorker};

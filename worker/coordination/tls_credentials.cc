@@ -5,6 +5,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
@@ -43,6 +44,12 @@ struct ChainFree {  // sk_X509_free is a macro: no function to name
 using ChainPtr = std::unique_ptr<STACK_OF(X509), ChainFree>;
 
 StatusOr<std::string> ReadPemFile(const Named& file) {
+  // A FIFO would block the open with no writer: only regular files.
+  struct stat st {};
+  if (::stat(file.path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    return InvalidArgumentError(file.What() + ": not a regular file (a directory, FIFO or device), not a PEM "
+                                "certificate or key");
+  }
   std::ifstream in(file.path, std::ios::binary);
   if (!in) return InvalidArgumentError(file.What() + ": cannot read it: " + std::strerror(errno));
   std::string text(kMaxPemFileBytes + 1, '\0');
