@@ -63,6 +63,7 @@ TEST_P(KerasModelJsonAccepts, ReadsBuildsAndMatchesKerasCounts) {
   for (const TensorInfo& t : (*model)->store().state()) state += t.size;
   EXPECT_EQ(trainable, expected["trainable"].get<size_t>());
   EXPECT_EQ(state, expected["non_trainable"].get<size_t>());
+  EXPECT_EQ(m->parameters(), trainable + state);  // the count the size cap uses, before building
   EXPECT_EQ((*model)->store().trainable().size(), expected["tensors"].get<size_t>());
 
   // A training step runs and reports every gradient once.

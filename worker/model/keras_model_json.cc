@@ -258,13 +258,13 @@ Status KerasModelJson::CheckSize(const LayerSpec& s, Shape3 in, Shape3 out, doub
                                  double* values) const {
   *parameters += Parameters(s, in);
   *values += double(out.h) * out.w * out.c;
-  const std::string where = "layer \"" + s.name + "\" (" + s.keras_class + ")";
+  auto where = [&s] { return "layer \"" + s.name + "\" (" + s.keras_class + ")"; };
   if (*parameters > kMaxModelParameters) {
-    return Fail(where + " brings the model to " + Count(*parameters) + " parameters, more than the " +
+    return Fail(where() + " brings the model to " + Count(*parameters) + " parameters, more than the " +
                 Count(kMaxModelParameters) + " (2^28, 1 GiB in FP32) mirrored builds");
   }
   if (*values > kMaxActivationValuesPerExample) {
-    return Fail(where + " brings one example's activations to " + Count(*values) + " values, more than the " +
+    return Fail(where() + " brings one example's activations to " + Count(*values) + " values, more than the " +
                 Count(kMaxActivationValuesPerExample) + " (2^26) mirrored builds");
   }
   return OkStatus();
@@ -297,6 +297,7 @@ Status KerasModelJson::InferShapes() {
                 " values per example; mirrored trains classifiers: end with Dense(classes)");
   }
   outputs_ = out.back().c;
+  parameters_ = static_cast<uint64_t>(parameters);
   return OkStatus();
 }
 

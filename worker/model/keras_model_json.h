@@ -48,6 +48,10 @@ class KerasModelJson {
   const std::string& source() const { return source_; }
   Shape3 input_shape() const { return input_; }
   int outputs() const { return outputs_; }  // logits per example
+  // Weights and statistics, counted from the shapes before anything is
+  // built (what the 2^28 cap is checked on): Keras' trainable plus
+  // non-trainable counts.
+  uint64_t parameters() const { return parameters_; }
   const std::vector<LayerSpec>& layers() const { return layers_; }
   // The model as read: what a checkpoint's state.json records.
   const nlohmann::json& keras_json() const { return json_; }
@@ -76,6 +80,7 @@ class KerasModelJson {
   Shape3 input_;
   bool has_input_ = false;
   int outputs_ = 0;
+  uint64_t parameters_ = 0;
   std::vector<LayerSpec> layers_;
   nlohmann::json json_;
   std::map<std::string, std::string> tensor_prefix_;
