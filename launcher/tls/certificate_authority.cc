@@ -139,22 +139,22 @@ Status CheckCertificateHost(const std::string& host) {
   if (IsIpAddress(host)) return OkStatus();
   bool ok = !host.empty() && host.size() <= 253 && host.front() != '.' && host.front() != '-';
   for (char c : host) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_');
-  if (ok) {
-    for (size_t start = 0; start <= host.size();) {
-      const size_t dot = std::min(host.find('.', start), host.size());
-      if (dot - start > kMaxHostLabelBytes) {
-        return InvalidArgumentError("\"" + host + "\" has a part of " + std::to_string(dot - start) +
-                                    " characters between dots (\"" + host.substr(start, dot - start) +
-                                    "\"); DNS allows at most " + std::to_string(kMaxHostLabelBytes));
-      }
-      start = dot + 1;
-    }
-    return OkStatus();
+  if (!ok) {
+    std::string shown;
+    for (char c : host) shown += std::isprint(static_cast<unsigned char>(c)) ? std::string(1, c) : "?";
+    return InvalidArgumentError("\"" + shown + "\" is neither a host name nor an IP address (a certificate names "
+                                "hosts with letters, digits, '-', '.' and '_', or an IPv4/IPv6 address)");
   }
-  std::string shown;
-  for (char c : host) shown += std::isprint(static_cast<unsigned char>(c)) ? std::string(1, c) : "?";
-  return InvalidArgumentError("\"" + shown + "\" is neither a host name nor an IP address (a certificate names "
-                              "hosts with letters, digits, '-', '.' and '_', or an IPv4/IPv6 address)");
+  for (size_t start = 0; start <= host.size();) {
+    const size_t dot = std::min(host.find('.', start), host.size());
+    if (dot - start > kMaxHostLabelBytes) {
+      return InvalidArgumentError("\"" + host + "\" has a part of " + std::to_string(dot - start) +
+                                  " characters between dots (\"" + host.substr(start, dot - start) +
+                                  "\"); DNS allows at most " + std::to_string(kMaxHostLabelBytes));
+    }
+    start = dot + 1;
+  }
+  return OkStatus();
 }
 
 StatusOr<CertificateAuthority> CertificateAuthority::Create(const std::string& name, std::chrono::hours validity) {
