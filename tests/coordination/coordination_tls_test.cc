@@ -10,8 +10,10 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <mutex>
+#include <sstream>
 
 #include "launcher/tls/certificate_authority.h"
 #include "launcher/tls/tls_file_set.h"
@@ -189,6 +191,7 @@ TEST_F(CoordinationTlsTest, MutualTlsRefusesAClientWithoutCertificate) {
   StartService(1, Credentials(chief_));
   const Status s = ConnectRefused(Agent("chief:0", Credentials(worker_, /*with_certificate=*/false)));
   EXPECT_NE(s.message().find("TLS"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("this task presents none"), std::string::npos) << s;
   EXPECT_EQ(service_->task_state("chief:0"), TaskState::kUnregistered);
 }
 
@@ -208,7 +211,9 @@ TEST_F(CoordinationTlsTest, ServerNameOtherThanTheAddressIsVerified) {
 TEST_F(CoordinationTlsTest, PlaintextFakeChiefNeverReceivesTheToken) {
   StartFakeChief(TlsCredentials());
   const Status s = ConnectRefused(Agent("worker:0", Credentials(worker_)));
-  EXPECT_NE(s.message().find("TLS handshake"), std::string::npos) << s;
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("task worker:0 speaks TLS, but what answers at the coordination service"),
+            std::string::npos) << s;
   EXPECT_EQ(fake_.calls(), 0);
   EXPECT_TRUE(fake_.tokens().empty());
 }
@@ -223,6 +228,38 @@ TEST_F(CoordinationTlsTest, SelfSignedFakeChiefNeverReceivesTheToken) {
   EXPECT_NE(s.message().find("TLS handshake"), std::string::npos) << s;
   EXPECT_EQ(fake_.calls(), 0);
   EXPECT_TRUE(fake_.tokens().empty());
+}
+
+// A task started without TLS settings, its chief serving TLS: refused
+// within seconds, naming the flag it lacks (not a rendezvous timeout).
+TEST_F(CoordinationTlsTest, PlaintextAgentToATlsChiefIsRefusedNamingTls) {
+  StartService(1, Credentials(chief_));
+  const Status s = ConnectRefused(Agent("chief:0", TlsCredentials()));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("has no TLS settings, but the coordination service"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("--tls-ca"), std::string::npos) << s;
+  EXPECT_EQ(service_->task_state("chief:0"), TaskState::kUnregistered);
+}
+
+// The task trusts both CAs, so it verifies the chief, and presents a
+// certificate of the other one, which the chief refuses (mutual TLS).
+TEST_F(CoordinationTlsTest, AgentWithACertificateOfAnotherCaIsRefusedNamingTls) {
+  StartService(1, Credentials(chief_));
+  auto text = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  const std::string bundle = dir_ + "/both-cas.pem";
+  std::ofstream(bundle) << text(chief_.ca_file) << text(stranger_.ca_file);
+  auto tls = TlsCredentials::Load(
+      TlsFiles{.ca_file = bundle, .cert_file = stranger_.cert_file, .key_file = stranger_.key_file});
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  const Status s = ConnectRefused(Agent("chief:0", *tls));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("the chief refused this task's certificate"), std::string::npos) << s;
+  EXPECT_EQ(service_->task_state("chief:0"), TaskState::kUnregistered);
 }
 
 // The fake chief does capture a token sent in plaintext: what TLS prevents.

@@ -10,7 +10,9 @@
 #include <chrono>
 #include <filesystem>
 
+#include "launcher/job/port_reservation.h"
 #include "launcher/process/child_process.h"
+#include "tests/util/worker_process.h"
 #include "worker/coordination/tls_credentials.h"
 
 namespace mirrored {
@@ -26,6 +28,12 @@ const std::string kFakeWorker = std::string(MIRRORED_SOURCE_DIR) + "/tests/launc
 // 20-step local job within a minute on a loaded 2-core machine.
 constexpr auto kQuickCommandTimeout = 20s;
 constexpr auto kLocalJobTimeout = 120s;
+// A task refused over TLS says so within seconds (the agent checks each
+// second); its registration timeout, far longer, must not be what ends it.
+constexpr auto kTlsRefusalWithin = 15s;
+constexpr char kLongRegistrationTimeout[] = "120";
+// A chief stopped by SIGTERM while it waits for its tasks, or serves its error.
+constexpr auto kStopTimeout = 30s;
 
 const std::string kOffLoopback =
     R"(TF_CONFIG={"cluster":{"worker":["10.1.2.3:2222","10.1.2.4:2222"]},"task":{"type":"worker","index":0}})";
@@ -185,6 +193,57 @@ TEST_F(LaunchTlsTest, WorkerWithABadTlsFileExitsTwoNamingTheFlag) {
             2)
       << out;
   EXPECT_NE(out.find("--tls-cert (MIRRORED_TLS_CERT) " + missing + " needs --tls-key"), std::string::npos) << out;
+}
+
+// TLS on at one end only. A task without TLS settings meets a chief that
+// speaks TLS; a chief whose key is not its certificate's serves that error
+// in plaintext to a task over TLS. The task exits 2 within seconds saying
+// which end lacks TLS, not 4 at its registration timeout.
+TEST_F(LaunchTlsTest, TlsAtOneEndOnlyStopsTheTaskWithinSeconds) {
+  std::string out;
+  for (const char* name : {"tls", "other"}) {
+    ASSERT_EQ(Run({kLauncher, "certs", (dir_ / name).string(), "--hosts", "127.0.0.1"}, {}, &out), 0) << out;
+  }
+  const fs::path files = dir_ / "tls" / "127.0.0.1";
+  PortReservation port = std::move(PortReservation::Reserve()).value();  // the chief's, held while it binds
+  auto task = [&](int index, std::vector<std::string> env) {
+    env.push_back("PATH=/usr/bin:/bin");
+    env.push_back("MIRRORED_JOB_TOKEN=tls-one-end-token");
+    env.push_back(R"(TF_CONFIG={"cluster":{"worker":[")" + port.address() +
+                  R"(","127.0.0.1:1"]},"task":{"type":"worker","index":)" + std::to_string(index) + "}}");
+    auto started = testing_util::WorkerProcess::Start(
+        {kWorker, "--model", "mlp", "--device", "cpu", "--registration-timeout", kLongRegistrationTimeout}, env);
+    EXPECT_TRUE(started.ok()) << started.status();
+    return std::move(started).value();
+  };
+  const std::vector<std::string> tls = {"MIRRORED_TLS_CA=" + (files / "ca.pem").string(),
+                                        "MIRRORED_TLS_CERT=" + (files / "cert.pem").string(),
+                                        "MIRRORED_TLS_KEY=" + (files / "key.pem").string()};
+  auto refused = [&](const std::vector<std::string>& env, const std::string& says) {
+    auto worker = task(1, env);
+    const auto exit = worker->WaitExit(kTlsRefusalWithin);
+    ASSERT_TRUE(exit.has_value()) << worker->output();
+    EXPECT_EQ(exit->exit_code, 2) << worker->output();
+    EXPECT_NE(worker->output().find(says), std::string::npos) << worker->output();
+  };
+  {
+    auto chief = task(0, tls);
+    ASSERT_TRUE(chief->WaitForOutput("the coordination service speaks mutual TLS", kQuickCommandTimeout))
+        << chief->output();
+    refused({}, "task worker:1 has no TLS settings, but the coordination service at " + port.address());
+    chief->child().SignalGroup(SIGTERM);
+    EXPECT_TRUE(chief->WaitExit(kStopTimeout).has_value()) << chief->output();
+  }
+  std::vector<std::string> wrong_key = tls;
+  wrong_key.back() = "MIRRORED_TLS_KEY=" + (dir_ / "other" / "127.0.0.1" / "key.pem").string();
+  auto chief = task(0, wrong_key);
+  ASSERT_TRUE(chief->WaitForOutput("serving this error at", kQuickCommandTimeout)) << chief->output();
+  EXPECT_NE(chief->output().find("serving its error without TLS"), std::string::npos) << chief->output();
+  refused(tls, "task worker:1 speaks TLS, but what answers at the coordination service at " + port.address());
+  const auto chief_exit = chief->WaitExit(kStopTimeout);
+  ASSERT_TRUE(chief_exit.has_value()) << chief->output();
+  EXPECT_EQ(chief_exit->exit_code, 2) << chief->output();
+  EXPECT_NE(chief->output().find("--tls-key (MIRRORED_TLS_KEY)"), std::string::npos) << chief->output();
 }
 
 TEST_F(LaunchTlsTest, LocalJobTrainsOverTlsByDefault) {

@@ -38,6 +38,7 @@
 #include "common/status.h"
 #include "worker/coordination/cluster_view.h"
 #include "worker/coordination/coordination_client.h"
+#include "worker/coordination/tls_probe.h"
 
 namespace mirrored::coordination {
 
@@ -173,8 +174,12 @@ class CoordinationAgent {
   // and while the service says the task's previous process still runs.
   // One Register call, cancelled when options_.stop_waiting says so
   // (*stopped set, Cancelled returned).
+  // (or, when TLS is on at one end only or refuses a certificate, the
+  // error that says so).
   StatusOr<rpc::RegisterResponse> RegisterUnlessStopped(const rpc::RegisterRequest& req, int64_t timeout_ms,
                                                         bool* stopped);
+  // What the channel's failing connection says of TLS (tls_probe.h).
+  HandshakeVerdict CheckHandshake();
   StatusOr<rpc::RegisterResponse> RegisterPastFailedGeneration(const rpc::RegisterRequest& req);
   // RegisterPastFailedGeneration's state from one call to the next.
   struct RegisterRetry {

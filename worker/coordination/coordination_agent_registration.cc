@@ -16,6 +16,7 @@
 #include "common/seconds_text.h"
 #include "worker/coordination/cluster_view_bytes.h"
 #include "worker/coordination/registration_errors.h"
+#include "worker/coordination/tls_probe.h"
 
 namespace mirrored::coordination {
 namespace {
@@ -23,10 +24,12 @@ namespace {
 std::chrono::steady_clock::time_point Now() { return std::chrono::steady_clock::now(); }
 
 // How often a registration waiting for the job looks at a stop request, and
-// (over TLS) whether the channel fails its handshake.
+// whether the channel fails its TLS handshake (or speaks none to a TLS chief).
 constexpr std::chrono::milliseconds kStopCheckInterval{100};
 constexpr std::chrono::milliseconds kTlsHandshakeCheckInterval{1000};
 constexpr int kTlsHandshakeChecksToFail = 2;
+// One probe of the chief's port with OpenSSL (tls_probe.h): connect, handshake, one answer.
+constexpr std::chrono::milliseconds kTlsProbeTimeout{2000};
 // The chief's agent keeps registering this much past its service's own
 // registration deadline (RegisterPastFailedGeneration).
 constexpr std::chrono::milliseconds kChiefRegistrationMargin{1000};
@@ -101,18 +104,28 @@ Status CoordinationAgent::Connect() {
   return state_ == State::kConnected ? OkStatus() : error_;
 }
 
+HandshakeVerdict CoordinationAgent::CheckHandshake() {
+  const std::string failure = client_.LastConnectionFailure();
+  if (failure.empty()) return {};
+  return ReadConnectionFailure(failure, options_.tls,
+                               [this] { return ProbeTls(options_.service_address, options_.tls, kTlsProbeTimeout); });
+}
+
 StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterUnlessStopped(const rpc::RegisterRequest& req,
                                                                          int64_t timeout_ms, bool* stopped_out) {
   *stopped_out = false;
-  if (!options_.stop_waiting && !options_.tls.enabled()) return client_.Register(req, timeout_ms);
+  // An agent on a channel it was given (many in one process) dials no
+  // address of its own to probe.
+  const bool check_handshake = options_.tls.enabled() || !options_.channel;
+  if (!options_.stop_waiting && !check_handshake) return client_.Register(req, timeout_ms);
   // The call lasts until every task registered (minutes, if one is late):
   // a stop signal meanwhile (options_.stop_waiting) cancels it, and so does
   // a TLS handshake that fails (it would fail the same way until the
-  // deadline: a certificate is wrong).
+  // deadline: a certificate is wrong, or TLS is on at one end only).
   std::mutex mu;
   std::condition_variable cv;
   bool done = false, stopped = false;
-  std::string handshake_failure;
+  HandshakeVerdict handshake;
   std::thread watcher([&] {
     std::unique_lock<std::mutex> lock(mu);
     auto next_tls_check = Now() + kTlsHandshakeCheckInterval;
@@ -124,14 +137,14 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterUnlessStopped(const r
         client_.CancelAll();
         break;
       }
-      if (options_.tls.enabled() && Now() >= next_tls_check) {
-        next_tls_check = Now() + kTlsHandshakeCheckInterval;
+      if (check_handshake && Now() >= next_tls_check) {
         lock.unlock();
-        std::string failure = client_.TlsHandshakeFailure(options_.tls.has_certificate());
+        HandshakeVerdict verdict = CheckHandshake();
         lock.lock();
-        failed_checks = failure.empty() ? 0 : failed_checks + 1;
+        next_tls_check = Now() + kTlsHandshakeCheckInterval;
+        failed_checks = verdict.kind == HandshakeVerdict::Kind::kNone ? 0 : failed_checks + 1;
         if (failed_checks >= kTlsHandshakeChecksToFail) {
-          handshake_failure = std::move(failure);
+          handshake = std::move(verdict);
           client_.CancelAll();
           break;
         }
@@ -145,7 +158,15 @@ StatusOr<rpc::RegisterResponse> CoordinationAgent::RegisterUnlessStopped(const r
   }
   cv.notify_all();
   watcher.join();
-  if (!handshake_failure.empty()) return TlsHandshakeFailed(options_.task_name, ServiceName(), handshake_failure);
+  if (handshake.kind == HandshakeVerdict::Kind::kHandshakeFailed) {
+    return TlsHandshakeFailed(options_.task_name, ServiceName(), handshake.detail);
+  }
+  if (handshake.kind == HandshakeVerdict::Kind::kServiceSpeaksTls) {
+    return ServiceSpeaksTls(options_.task_name, ServiceName(), handshake.detail);
+  }
+  if (handshake.kind == HandshakeVerdict::Kind::kServiceSpeaksNoTls) {
+    return ServiceSpeaksNoTls(options_.task_name, ServiceName(), handshake.detail);
+  }
   if (stopped) {
     // Even if the call succeeded meanwhile: the client's calls are
     // cancelled from now on, and the task is stopping.

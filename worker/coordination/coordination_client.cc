@@ -4,7 +4,6 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 
-#include <cctype>
 #include <chrono>
 
 #include "worker/coordination/coordination_rpc_handler.h"
@@ -16,7 +15,7 @@ namespace {
 
 // A probe of a channel failing to connect returns at once; the bound only
 // guards against a channel that connects meanwhile and a slow answer.
-constexpr std::chrono::milliseconds kTlsProbeTimeout{2000};
+constexpr std::chrono::milliseconds kConnectionProbeTimeout{2000};
 // How long one connection attempt (TCP, then HTTP/2's settings, or TLS's
 // handshake) may take before gRPC gives it up and tries again. gRPC takes
 // it from GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, not from the backoff between
@@ -104,31 +103,16 @@ std::string CoordinationClient::Context(const char* name, const grpc::Status& g,
   return context;
 }
 
-std::string CoordinationClient::TlsHandshakeFailure(bool presents_certificate) {
+std::string CoordinationClient::LastConnectionFailure() {
   if (channel_->GetState(/*try_to_connect=*/false) != GRPC_CHANNEL_TRANSIENT_FAILURE) return "";
   // Fails at once with the last connection error (no wait_for_ready); were
   // the channel to connect meanwhile, the service refuses it (no token).
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + kTlsProbeTimeout);
+  ctx.set_deadline(std::chrono::system_clock::now() + kConnectionProbeTimeout);
   rpc::ProgressRequest req;
   rpc::ProgressResponse resp;
   const grpc::Status g = stub_->Progress(&ctx, req, &resp);
-  if (g.error_code() != grpc::StatusCode::UNAVAILABLE) return "";
-  std::string lower = g.error_message();
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  // A verdict of TLS itself (a certificate, a name, a protocol version)
-  // comes again at every try. Trouble on the connection during a handshake
-  // ("Handshake read failed", SSL_ERROR_SYSCALL: the chief's handshake
-  // timeout on a loaded machine, a reset) does not: registration retries.
-  const bool tls = lower.find("ssl_error_ssl") != std::string::npos || lower.find("certificate") != std::string::npos;
-  if (tls) return g.error_message();
-  // Under TLS 1.3 a client's handshake ends before the server checks the
-  // client's certificate: a chief requiring one closes the connection then.
-  if (!presents_certificate && lower.find("socket closed") != std::string::npos) {
-    return g.error_message() + "; the chief closes the connection after the handshake: it requires a client "
-                               "certificate (mutual TLS), and this task presents none";
-  }
-  return "";
+  return g.error_code() == grpc::StatusCode::UNAVAILABLE ? g.error_message() : "";
 }
 
 StatusOr<rpc::RegisterResponse> CoordinationClient::Register(const rpc::RegisterRequest& req,

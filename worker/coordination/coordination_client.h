@@ -57,13 +57,11 @@ class CoordinationClient {
   Status Barrier(const rpc::BarrierRequest& req, int64_t timeout_ms);
   Status Shutdown(const rpc::ShutdownRequest& req, int64_t timeout_ms);
 
-  // What gRPC says of the channel's last failed connection when its TLS
-  // handshake failed (the chief's certificate refused here, or this task's
-  // by the chief; `presents_certificate`: whether this task has one); ""
-  // otherwise: connected, still trying, or refused for another reason (the
-  // chief not up yet). Probes only a channel that is failing to connect,
-  // with a call that carries no token.
-  std::string TlsHandshakeFailure(bool presents_certificate);
+  // What gRPC says of the channel's last failed connection while the
+  // channel fails to connect ("" otherwise: connected, or still trying):
+  // read by ReadConnectionFailure (tls_probe.h). Asks with a call that
+  // carries no token.
+  std::string LastConnectionFailure();
 
   // Cancels every in-flight call, and every later one at its start — except
   // ReportError, which must reach the service even while the agent stops.

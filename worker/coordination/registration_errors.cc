@@ -67,4 +67,19 @@ Status TlsHandshakeFailed(const std::string& task, const std::string& service_na
       "(--tls-cert, --tls-key) signed by the chief's CA (docs/security.md)");
 }
 
+Status ServiceSpeaksTls(const std::string& task, const std::string& service_name, const std::string& grpc_message) {
+  return InvalidArgumentError(
+      "task " + task + " has no TLS settings, but " + service_name + " speaks TLS (" + grpc_message +
+      "): give this task the job's --tls-ca (MIRRORED_TLS_CA) and, unless the chief runs with "
+      "--tls-client-auth none, its certificate (--tls-cert, --tls-key) signed by that CA (docs/security.md)");
+}
+
+Status ServiceSpeaksNoTls(const std::string& task, const std::string& service_name, const std::string& grpc_message) {
+  return InvalidArgumentError(
+      "task " + task + " speaks TLS, but what answers at " + service_name + " speaks none (" + grpc_message +
+      "): the chief was started without TLS settings (give every task of the job the same --tls-ca, and each its "
+      "--tls-cert and --tls-key), or its TLS files failed to load and it serves that error in plaintext (the "
+      "chief's log names the file), or something other than the job's chief answers at that address");
+}
+
 }  // namespace mirrored::coordination

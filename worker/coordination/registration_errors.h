@@ -55,4 +55,12 @@ Status ServiceGoneWhileClaimWaiting(const std::string& task, const std::string& 
 // waiting longer will not fix it.
 Status TlsHandshakeFailed(const std::string& task, const std::string& service_name, const std::string& grpc_message);
 
+// InvalidArgument: this task speaks plaintext and the service TLS (a
+// probe's finding; `grpc_message` is what gRPC said of the connection).
+Status ServiceSpeaksTls(const std::string& task, const std::string& service_name, const std::string& grpc_message);
+
+// InvalidArgument: this task speaks TLS and what answers at the service's
+// address does not (its answer is no TLS record).
+Status ServiceSpeaksNoTls(const std::string& task, const std::string& service_name, const std::string& grpc_message);
+
 }  // namespace mirrored::coordination

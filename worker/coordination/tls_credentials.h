@@ -41,6 +41,9 @@ class TlsCredentials {
   bool requires_client_certificate() const { return enabled() && require_client_certificate_; }
   // --tls-server-name ("": the host dialled).
   const std::string& server_name() const { return server_name_; }
+  // PEM text of this task's certificate chain and key ("" without one).
+  const std::string& cert_pem() const { return cert_pem_; }
+  const std::string& key_pem() const { return key_pem_; }
 
   // The chief's. Errors: InvalidArgument when this task has no certificate
   // and key to serve with.

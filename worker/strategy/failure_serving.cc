@@ -42,9 +42,16 @@ void ServeFailureBeforeJoining(const ClusterConfig& config, const StrategyOption
     return;
   }
   // No deadline thread: nothing here waits on the service's own clock.
-  // TLS files that do not load were reported already (the error served here, maybe).
-  const auto tls = co::TlsCredentials::Load(options.tls);
-  if (!tls.ok()) return;
+  // TLS files that do not load (the error served here, maybe): served in
+  // plaintext, which tasks over TLS refuse at once as a server speaking no
+  // TLS (they exit 2 saying so, not at their registration timeout); a task
+  // without TLS settings reads the error itself. Only this error is served.
+  auto tls = co::TlsCredentials::Load(options.tls);
+  if (!tls.ok()) {
+    MIRRORED_LOG(WARNING) << "this task's TLS settings do not load (" << tls.status().message()
+                          << "): serving its error without TLS; tasks over TLS will report a chief that speaks no TLS";
+    tls = co::TlsCredentials();
+  }
   auto server =
       co::CoordinationServer::Start(ListenAddress(chief_address), options.job_token, service->get(), *tls);
   if (!server.ok()) {
