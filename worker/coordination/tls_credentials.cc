@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/launcher_environment.h"
+#include "worker/coordination/openssl_ptr.h"
 
 namespace mirrored::coordination {
 namespace {
@@ -29,13 +30,6 @@ struct Named {
   std::string What() const { return std::string(flag) + " (" + variable + ") " + path; }
 };
 
-template <typename T, void (*Free)(T*)>
-struct OpenSslFree {
-  void operator()(T* p) const { Free(p); }
-};
-using BioPtr = std::unique_ptr<BIO, OpenSslFree<BIO, BIO_free_all>>;
-using X509Ptr = std::unique_ptr<X509, OpenSslFree<X509, X509_free>>;
-using KeyPtr = std::unique_ptr<EVP_PKEY, OpenSslFree<EVP_PKEY, EVP_PKEY_free>>;
 using StorePtr = std::unique_ptr<X509_STORE, OpenSslFree<X509_STORE, X509_STORE_free>>;
 using StoreCtxPtr = std::unique_ptr<X509_STORE_CTX, OpenSslFree<X509_STORE_CTX, X509_STORE_CTX_free>>;
 struct ChainFree {  // sk_X509_free is a macro: no function to name

@@ -18,21 +18,15 @@
 #include <string_view>
 
 #include "common/cluster/host_port.h"
+#include "worker/coordination/openssl_ptr.h"
 
 namespace mirrored::coordination {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-template <typename T, void (*F)(T*)>
-struct Free {
-  void operator()(T* p) const { F(p); }
-};
-using CtxPtr = std::unique_ptr<SSL_CTX, Free<SSL_CTX, SSL_CTX_free>>;
-using SslPtr = std::unique_ptr<SSL, Free<SSL, SSL_free>>;
-using BioPtr = std::unique_ptr<BIO, Free<BIO, BIO_free_all>>;
-using X509Ptr = std::unique_ptr<X509, Free<X509, X509_free>>;
-using KeyPtr = std::unique_ptr<EVP_PKEY, Free<EVP_PKEY, EVP_PKEY_free>>;
+using CtxPtr = std::unique_ptr<SSL_CTX, OpenSslFree<SSL_CTX, SSL_CTX_free>>;
+using SslPtr = std::unique_ptr<SSL, OpenSslFree<SSL, SSL_free>>;
 
 // HTTP/2's client preface and an empty SETTINGS frame: what gRPC's server
 // waits for before it answers (with its own SETTINGS).
